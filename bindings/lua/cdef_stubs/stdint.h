@@ -1,0 +1,3 @@
+/* Empty on purpose: LuaJIT's FFI already knows the <stdint.h> types, so the
+ * cdef is made by preprocessing rshare.h against these stubs instead of the
+ * libc headers (see gen_cdef.cmake). */

@@ -1,0 +1,48 @@
+"""rshare: share RDMA device contexts, PDs and VARs between processes.
+
+    import rshare
+    with rshare.open("sim0") as dev, dev.alloc_pd() as pd:
+        blob = pd.export()          # bytes: send them anywhere
+        # in another process sharing dev (fd passing, rshare.send/recv,
+        # multiprocessing): dev.import_pd(blob)
+
+Objects: Device (rshare.open, Device.from_fd, rshare.recv), PD and Var
+(Device.alloc_*/import_*). Errors: rshare.Error and one subclass per C
+status. The compiled layer is rshare._rshare (SWIG over rshare.h).
+"""
+
+from . import _rshare
+from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported,
+                      StaleHandleError, Busy, BufferTooSmall, BlobError, BlobCorrupt,
+                      BlobVersion, BlobKind, DeviceMismatch, NotFound, PermissionDenied,
+                      SystemCallError, ProtocolError, error_class)
+from ._blob import inspect, to_text, from_text, kind
+from ._objects import PD, Var
+from ._device import Device, DeviceInfo, devices, open
+from ._channel import send, recv
+
+#: The C library's version, "MAJOR.MINOR.PATCH".
+__version__: str = _rshare.version()
+
+#: Upper bound of an export blob, in bytes.
+BLOB_MAX: int = _rshare.RSHARE_BLOB_MAX
+#: Upper bound of a channel payload, in bytes.
+PAYLOAD_MAX: int = _rshare.RSHARE_PAYLOAD_MAX
+#: VAR allocation flag (as MLX5DV_VAR_ALLOC_FLAG_TLP).
+VAR_FLAG_TLP: int = _rshare.RSHARE_VAR_FLAG_TLP
+
+
+def last_error() -> str:
+    """This thread's last C failure text ("" if none)."""
+    return _rshare.last_error()
+
+
+__all__ = [
+    "__version__", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
+    "Device", "DeviceInfo", "PD", "Var", "devices", "open", "send", "recv",
+    "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
+    "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
+    "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
+    "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
+    "SystemCallError", "ProtocolError",
+]

@@ -1,0 +1,392 @@
+/*
+ * rshare: share RDMA device contexts, protection domains and mlx5 VARs
+ * between processes through checked, versioned export blobs.
+ *
+ * This is the only public header of librshare.so.1. Every function declared
+ * here is exported under the ELF version node RSHARE_1.0 (abi/rshare.map).
+ *
+ * Conventions (the same for every function):
+ *  - A function that can fail returns int: RSHARE_OK (0) or a negative
+ *    enum rshare_status. Out parameters are written only on success.
+ *  - Variable-size output is (buf, cap, len): when buf is NULL or cap is too
+ *    small the call returns RSHARE_E_NOSPACE and sets *len to the size
+ *    needed. Strings are NUL-terminated and *len excludes the NUL.
+ *  - Handles are opaque. NULL gives RSHARE_E_INVAL. A handle that was
+ *    already freed, unimported or closed gives RSHARE_E_STALE, forever:
+ *    handles are generation-checked tokens, never dereferenced pointers, so
+ *    a stale handle can never reach freed or reused memory.
+ *  - Every function is thread-safe. After a failure, rshare_last_error()
+ *    and rshare_last_errno() explain it for the calling thread.
+ *
+ * All functions appeared in version 1.0 unless stated otherwise.
+ */
+#ifndef RSHARE_RSHARE_H
+#define RSHARE_RSHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RSHARE_BUILDING_LIBRARY) && defined(__GNUC__)
+#define RSHARE_API __attribute__((visibility("default")))
+#else
+#define RSHARE_API
+#endif
+
+#define RSHARE_VERSION_MAJOR 1
+#define RSHARE_VERSION_MINOR 0
+#define RSHARE_VERSION_PATCH 0
+
+/** Status codes. The values are frozen: never renumbered, never reused. */
+enum rshare_status {
+	RSHARE_OK = 0,                  /**< success */
+	RSHARE_E_INVAL = -1,            /**< invalid argument (NULL handle or pointer, bad flags) */
+	RSHARE_E_NOMEM = -2,            /**< out of memory or out of table slots */
+	RSHARE_E_NODEV = -3,            /**< no such device, or the fd is not a device context */
+	RSHARE_E_UNSUPPORTED = -4,      /**< the provider or rdma-core lacks the operation */
+	RSHARE_E_STALE = -5,            /**< the handle was already freed, unimported or closed */
+	RSHARE_E_BUSY = -6,             /**< the object is still in use */
+	RSHARE_E_NOSPACE = -7,          /**< output buffer too small; *len tells the size needed */
+	RSHARE_E_BLOB_CORRUPT = -8,     /**< blob malformed: bad magic, length or checksum */
+	RSHARE_E_BLOB_VERSION = -9,     /**< blob format version newer than this library */
+	RSHARE_E_BLOB_KIND = -10,       /**< blob is of another kind than the call expects */
+	RSHARE_E_DEVICE_MISMATCH = -11, /**< blob comes from another device or object table */
+	RSHARE_E_NOT_FOUND = -12,       /**< the object no longer exists (or no such index) */
+	RSHARE_E_PERM = -13,            /**< permission denied */
+	RSHARE_E_IO = -14,              /**< system call failed; see rshare_last_errno() */
+	RSHARE_E_PROTOCOL = -15         /**< malformed channel message */
+};
+
+/** Device providers. */
+enum rshare_provider {
+	RSHARE_PROVIDER_HW = 1,  /**< real RDMA device through rdma-core */
+	RSHARE_PROVIDER_SIM = 2  /**< the simulated device "sim0" */
+};
+
+/** Kinds of shared objects, as carried in blobs. */
+enum rshare_kind {
+	RSHARE_KIND_PD = 1,  /**< protection domain */
+	RSHARE_KIND_VAR = 2  /**< mlx5 virtio access region */
+};
+
+/** Sizes, as enum members so that FFI declarations can see them. */
+enum rshare_limits {
+	RSHARE_BLOB_MAX = 128,          /**< upper bound of every export blob, in bytes */
+	RSHARE_TEXT_MAX = 180,          /**< upper bound of a blob's text form, NUL included */
+	RSHARE_NAME_MAX = 64,           /**< upper bound of a device name, NUL included */
+	RSHARE_PAYLOAD_MAX = 65536      /**< upper bound of a channel payload, in bytes */
+};
+
+/** VAR allocation flags (as mlx5dv_alloc_var). */
+enum rshare_var_flags {
+	RSHARE_VAR_FLAG_TLP = 1  /**< MLX5DV_VAR_ALLOC_FLAG_TLP */
+};
+
+/** An open or imported device context. Opaque. */
+typedef struct rshare_device rshare_device;
+/** A protection domain handle, allocated or imported. Opaque. */
+typedef struct rshare_pd rshare_pd;
+/** A VAR handle, allocated or imported. Opaque. */
+typedef struct rshare_var rshare_var;
+
+/* ------------------------------------------------------------------ */
+/* Library                                                              */
+/* ------------------------------------------------------------------ */
+
+/**
+ * The library version, "MAJOR.MINOR.PATCH" (e.g. "1.0.0").
+ * Returns a static string; never fails.
+ */
+RSHARE_API const char *rshare_version(void);
+
+/**
+ * The symbolic name of a status, e.g. "RSHARE_E_STALE".
+ * Returns a static string; "RSHARE_E_UNKNOWN" for a value that is not a status.
+ */
+RSHARE_API const char *rshare_status_name(int status);
+
+/**
+ * A one-line description of a status.
+ * Returns a static string; a generic text for a value that is not a status.
+ */
+RSHARE_API const char *rshare_strerror(int status);
+
+/**
+ * The calling thread's last failure: the function, the cause and, where an
+ * OS call failed, its errno text. "" if this thread has had no failure.
+ * A successful call does not clear it. The string is thread-local and valid
+ * until this thread's next rshare call.
+ */
+RSHARE_API const char *rshare_last_error(void);
+
+/**
+ * The OS errno behind the calling thread's last failure, 0 if none or if
+ * the failure was not caused by an OS call.
+ */
+RSHARE_API int rshare_last_errno(void);
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                              */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Re-scan the devices and store how many there are in *count. Hardware
+ * devices come first, then the simulated "sim0" (unless RSHARE_SIM=0 is set
+ * in the environment).
+ * Returns RSHARE_OK, or RSHARE_E_INVAL if count is NULL.
+ */
+RSHARE_API int rshare_devices_count(size_t *count);
+
+/**
+ * Describe device number index of the last scan (scanning first if none was
+ * made). name receives the NUL-terminated device name (RSHARE_NAME_MAX bytes
+ * always suffice); name may be NULL only when cap is 0. guid and provider
+ * (an enum rshare_provider) may be NULL.
+ * Returns RSHARE_OK; RSHARE_E_NOT_FOUND if index is past the end;
+ * RSHARE_E_NOSPACE if cap is too small; RSHARE_E_INVAL for NULL name with cap > 0.
+ */
+RSHARE_API int rshare_devices_get(size_t index, char *name, size_t cap,
+				  uint64_t *guid, int *provider);
+
+/**
+ * Open a new device context. name NULL or "" opens the first hardware
+ * device, or "sim0" when there is none. Opening "sim0" creates a new
+ * simulated object table (like a new kernel ufile): objects are shared only
+ * with contexts imported from this one's fd.
+ * On success *out is a new handle; close it with rshare_device_close().
+ * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL); RSHARE_E_NODEV (no such
+ * device); RSHARE_E_NOMEM; RSHARE_E_IO; RSHARE_E_PERM.
+ */
+RSHARE_API int rshare_device_open(const char *name, rshare_device **out);
+
+/**
+ * Import a device context shared by another process (its command fd,
+ * received by SCM_RIGHTS, inheritance or dup). The fd is duplicated: the
+ * caller keeps and eventually closes its own fd.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL or fd < 0); RSHARE_E_NODEV
+ * (the fd is not a simulated or RDMA device context); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_device_import(int fd, rshare_device **out);
+
+/**
+ * The device's command fd, to pass to other processes. The fd is borrowed:
+ * it stays owned by dev and is closed by rshare_device_close().
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_device_fd(const rshare_device *dev, int *fd);
+
+/**
+ * The device name (e.g. "sim0"), with the (buf, cap, len) convention.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE.
+ */
+RSHARE_API int rshare_device_name(const rshare_device *dev, char *buf,
+				  size_t cap, size_t *len);
+
+/**
+ * The device's node GUID (host order).
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_device_guid(const rshare_device *dev, uint64_t *guid);
+
+/**
+ * The device's provider, an enum rshare_provider.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_device_provider(const rshare_device *dev, int *provider);
+
+/**
+ * Close the context and its fd. Objects stay alive for other processes that
+ * share the context; the provider destroys them when the last fd closes.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (already closed);
+ * RSHARE_E_BUSY while PDs or VARs made or imported through dev are live in
+ * this process (the device stays open).
+ */
+RSHARE_API int rshare_device_close(rshare_device *dev);
+
+/* ------------------------------------------------------------------ */
+/* Protection domains                                                   */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Allocate a PD on dev. On success *out is a new handle.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (dev); RSHARE_E_NOMEM;
+ * RSHARE_E_IO; RSHARE_E_PERM.
+ */
+RSHARE_API int rshare_pd_alloc(rshare_device *dev, rshare_pd **out);
+
+/**
+ * Export pd as a blob (at most RSHARE_BLOB_MAX bytes) with the (buf, cap,
+ * len) convention. The blob names the device, the object table and the
+ * kernel handle; any process sharing the context can import it.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE.
+ */
+RSHARE_API int rshare_pd_export(const rshare_pd *pd, void *buf, size_t cap,
+				size_t *len);
+
+/**
+ * Import the PD described by blob (len bytes) into dev. The blob is fully
+ * validated first. On success *out is a new handle.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (dev);
+ * RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (not a
+ * PD blob); RSHARE_E_DEVICE_MISMATCH (another device or object table);
+ * RSHARE_E_NOT_FOUND (the PD was freed); RSHARE_E_NOMEM; RSHARE_E_IO.
+ */
+RSHARE_API int rshare_pd_import(rshare_device *dev, const void *blob,
+				size_t len, rshare_pd **out);
+
+/**
+ * Release this process's handle without touching the shared object (valid
+ * on allocated and imported PDs alike, also after another process freed it).
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_pd_unimport(rshare_pd *pd);
+
+/**
+ * Destroy the PD for every process and release the handle.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND
+ * (the object was already destroyed by another process: the handle stays
+ * valid, release it with rshare_pd_unimport()); RSHARE_E_BUSY; RSHARE_E_IO.
+ */
+RSHARE_API int rshare_pd_free(rshare_pd *pd);
+
+/**
+ * The PD's kernel handle (meaningful only within its object table).
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_pd_handle(const rshare_pd *pd, uint32_t *handle);
+
+/* ------------------------------------------------------------------ */
+/* VARs                                                                 */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Allocate a VAR on dev; flags is 0 or RSHARE_VAR_FLAG_TLP.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (unknown flags); RSHARE_E_STALE;
+ * RSHARE_E_NOMEM (no free VAR page); RSHARE_E_UNSUPPORTED (device without
+ * VARs); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_var_alloc(rshare_device *dev, uint32_t flags,
+				rshare_var **out);
+
+/**
+ * Export var as a blob, with the (buf, cap, len) convention.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE;
+ * RSHARE_E_UNSUPPORTED (rdma-core without VAR export).
+ */
+RSHARE_API int rshare_var_export(const rshare_var *var, void *buf, size_t cap,
+				 size_t *len);
+
+/**
+ * Import the VAR described by blob into dev; statuses as rshare_pd_import(),
+ * plus RSHARE_E_UNSUPPORTED (rdma-core without VAR import).
+ */
+RSHARE_API int rshare_var_import(rshare_device *dev, const void *blob,
+				 size_t len, rshare_var **out);
+
+/**
+ * Unmap (if mapped) and release this process's handle; the object lives on.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_var_unimport(rshare_var *var);
+
+/**
+ * Unmap (if mapped), destroy the VAR for every process and release the
+ * handle. Statuses as rshare_pd_free().
+ */
+RSHARE_API int rshare_var_free(rshare_var *var);
+
+/**
+ * The VAR's attributes: its page id, the length of its page and the offset
+ * at which the page is mapped through the device fd. Any of the three
+ * pointers may be NULL.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_var_attrs(const rshare_var *var, uint32_t *page_id,
+				uint32_t *length, uint64_t *mmap_off);
+
+/**
+ * Map the VAR page (length bytes, read-write, shared) through the device
+ * fd and store its address in *addr. Repeated calls return the same address
+ * until rshare_var_unmap(). Writes are seen by every process that maps it.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_IO (mmap).
+ */
+RSHARE_API int rshare_var_map(rshare_var *var, void **addr);
+
+/**
+ * Unmap the VAR page; a no-op when it is not mapped. The address returned
+ * by rshare_var_map() must not be used afterwards.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_var_unmap(rshare_var *var);
+
+/* ------------------------------------------------------------------ */
+/* Blobs (byte layout: abi/BLOB-FORMAT.md)                              */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Validate blob fully (length, magic, version, checksum, fields) and store
+ * its enum rshare_kind in *kind.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_BLOB_CORRUPT;
+ * RSHARE_E_BLOB_VERSION.
+ */
+RSHARE_API int rshare_blob_kind(const void *blob, size_t len, int *kind);
+
+/**
+ * Describe a valid blob as a one-line JSON object, with the (buf, cap,
+ * out_len) convention. Statuses as rshare_blob_kind(), plus RSHARE_E_NOSPACE.
+ */
+RSHARE_API int rshare_blob_describe(const void *blob, size_t len, char *buf,
+				    size_t cap, size_t *out_len);
+
+/**
+ * The text form of a valid blob: "rshare:" followed by unpadded base64url,
+ * safe in environment variables, command lines and JSON (at most
+ * RSHARE_TEXT_MAX bytes with the NUL). Statuses as rshare_blob_describe().
+ */
+RSHARE_API int rshare_blob_to_text(const void *blob, size_t len, char *buf,
+				   size_t cap, size_t *out_len);
+
+/**
+ * Decode a NUL-terminated text form back to the blob bytes, with the (buf,
+ * cap, out_len) convention, and validate the result.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (text NULL, no "rshare:" prefix, bad
+ * base64url); RSHARE_E_NOSPACE; RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION.
+ */
+RSHARE_API int rshare_blob_from_text(const char *text, void *buf, size_t cap,
+				     size_t *out_len);
+
+/* ------------------------------------------------------------------ */
+/* Channel: a device fd plus a payload over a connected AF_UNIX socket   */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Send dev's command fd (SCM_RIGHTS) and len bytes of payload (at most
+ * RSHARE_PAYLOAD_MAX; payload may be NULL when len is 0) as one message
+ * over sock, a connected AF_UNIX stream or seqpacket socket.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_IO.
+ */
+RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
+				   const void *payload, size_t len);
+
+/**
+ * Receive one message sent by rshare_channel_send(): import its device fd
+ * into a new handle *dev and copy its payload to payload (cap bytes), with
+ * *len set to the payload size. When cap is too small (or payload NULL and
+ * the payload non-empty) it returns RSHARE_E_NOSPACE with *len set and
+ * consumes nothing: a retry receives the same message and fd. A fd that is
+ * not a device context is closed and refused. Blocks until a message comes.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
+ * (not an rshare message, or no fd); RSHARE_E_NODEV; RSHARE_E_IO (including
+ * a peer that closed the socket).
+ */
+RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
+				   void *payload, size_t cap, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RSHARE_RSHARE_H */

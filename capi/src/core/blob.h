@@ -1,0 +1,70 @@
+/*
+ * Export blobs: encoding and full validation. Byte layout, field by field:
+ * abi/BLOB-FORMAT.md. The decoder treats every input as hostile: it reads
+ * only inside len, and every malformed input maps to one status.
+ */
+#ifndef RSHARE_CORE_BLOB_H
+#define RSHARE_CORE_BLOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "provider.h"
+
+#define RS_BLOB_MAGIC "RSHB"
+#define RS_BLOB_FORMAT 1
+
+/* Offsets of the fixed fields (abi/BLOB-FORMAT.md). */
+enum {
+	RS_BLOB_OFF_MAGIC = 0,
+	RS_BLOB_OFF_FORMAT = 4,
+	RS_BLOB_OFF_KIND = 5,
+	RS_BLOB_OFF_PROVIDER = 6,
+	RS_BLOB_OFF_FLAGS = 7,
+	RS_BLOB_OFF_LENGTH = 8,
+	RS_BLOB_OFF_PRIV_LEN = 10,
+	RS_BLOB_OFF_HANDLE = 12,
+	RS_BLOB_OFF_GUID = 16,
+	RS_BLOB_OFF_TABLE = 24,
+	RS_BLOB_OFF_SERIAL = 32,
+	RS_BLOB_COMMON_END = 40,
+	RS_BLOB_VAR_FIELDS = 16, /* page_id, length, mmap_off */
+	RS_BLOB_CRC_SIZE = 4,
+	RS_BLOB_MIN = RS_BLOB_COMMON_END + RS_BLOB_CRC_SIZE
+};
+
+struct rs_blob {
+	int kind;          /* enum rshare_kind */
+	int provider;      /* enum rshare_provider */
+	uint64_t guid;
+	uint64_t table_id;
+	uint64_t serial;
+	uint32_t handle;
+	uint32_t page_id;  /* VAR only */
+	uint32_t length;   /* VAR only */
+	uint64_t mmap_off; /* VAR only */
+	uint16_t priv_len;
+	uint8_t priv[RS_PRIV_MAX];
+};
+
+/* Encode b into out (RSHARE_BLOB_MAX bytes); returns the blob's length. */
+size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out);
+
+/* Validate and decode; RSHARE_OK or a RSHARE_E_BLOB_* / RSHARE_E_INVAL
+ * status with the cause recorded. */
+int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b);
+
+/* Copy a produced byte string out under the (buf, cap, len) convention. */
+int rs_copy_out(const void *src, size_t n, void *buf, size_t cap, size_t *len);
+/* The same for a string: n excludes the NUL, which is always written. */
+int rs_copy_str(const char *src, size_t n, char *buf, size_t cap, size_t *len);
+
+
+
+/* May a blob of this content be imported into ctx? RSHARE_OK,
+ * RSHARE_E_BLOB_KIND or RSHARE_E_DEVICE_MISMATCH with the cause recorded. */
+int rs_blob_check_target(const struct rs_blob *b, int kind, const struct rs_ctx *ctx);
+
+/* Fill the identity fields every blob of an object on ctx carries. */
+void rs_blob_init(struct rs_blob *b, int kind, const struct rs_ctx *ctx);
+#endif

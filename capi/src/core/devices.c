@@ -1,0 +1,267 @@
+/* Device listing, open/import/close and the device accessors. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blob.h"
+#include "internal.h"
+#include "util/error.h"
+#include "util/fdutil.h"
+
+/* Listing order: hardware first, then the simulated device. */
+static const struct rs_provider *const providers[] = {
+	&rs_hw_provider,
+	&rs_sim_provider,
+};
+#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
+#define MAX_LISTED 64
+
+/* The last scan, for rshare_devices_get(). */
+static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rs_devinfo scanned[MAX_LISTED];
+static size_t nscanned;
+static bool have_scan;
+
+static size_t scan_all(struct rs_devinfo *out, size_t cap)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < NPROVIDERS; i++) {
+		size_t n = 0;
+		if (providers[i]->list(out + total, cap - total, &n) != RSHARE_OK)
+			continue; /* a broken provider hides its devices only */
+		total += n < cap - total ? n : cap - total;
+	}
+	return total;
+}
+
+static void rescan_locked(void)
+{
+	nscanned = scan_all(scanned, MAX_LISTED);
+	have_scan = true;
+}
+
+int rshare_devices_count(size_t *count)
+{
+	if (!count)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "count is NULL"));
+	pthread_mutex_lock(&scan_lock);
+	rescan_locked();
+	*count = nscanned;
+	pthread_mutex_unlock(&scan_lock);
+	return RSHARE_OK;
+}
+
+int rshare_devices_get(size_t index, char *name, size_t cap, uint64_t *guid,
+		       int *provider)
+{
+	struct rs_devinfo info;
+	size_t n;
+
+	if (!name && cap)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "name is NULL but cap is %zu", cap));
+	pthread_mutex_lock(&scan_lock);
+	if (!have_scan)
+		rescan_locked();
+	n = nscanned;
+	if (index < n)
+		info = scanned[index];
+	pthread_mutex_unlock(&scan_lock);
+	if (index >= n)
+		RS_RETURN(rs_fail(RSHARE_E_NOT_FOUND, 0,
+				  "no device at index %zu (%zu listed)", index, n));
+	if (name || cap) {
+		size_t len = strlen(info.name);
+		if (cap < len + 1)
+			RS_RETURN(rs_fail(RSHARE_E_NOSPACE, 0,
+					  "name buffer of %zu bytes too small, %zu needed",
+					  cap, len + 1));
+		memcpy(name, info.name, len + 1);
+	}
+	if (guid)
+		*guid = info.guid;
+	if (provider)
+		*provider = info.provider;
+	return RSHARE_OK;
+}
+
+/* Wrap an opened context in a new device handle; on failure closes it. */
+static int publish_device(struct rs_ctx *ctx, struct rs_device **out_dev,
+			  void **out)
+{
+	struct rs_device *dev = malloc(sizeof(*dev));
+	struct rs_slot *slot;
+	int status;
+
+	if (!dev) {
+		ctx->ops->close(ctx);
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a device");
+	}
+	status = rs_slot_reserve(&slot);
+	if (status) {
+		ctx->ops->close(ctx);
+		free(dev);
+		return status;
+	}
+	dev->ctx = *ctx;
+	atomic_init(&dev->children, 0);
+	slot->u.dev = dev;
+	*out = rs_slot_publish(slot, RS_OBJ_DEVICE);
+	if (out_dev)
+		*out_dev = dev;
+	return RSHARE_OK;
+}
+
+static int open_named(const char *name, void **out)
+{
+	struct rs_devinfo list[MAX_LISTED];
+
+	for (size_t p = 0; p < NPROVIDERS; p++) {
+		size_t n = 0;
+		if (providers[p]->list(list, MAX_LISTED, &n) != RSHARE_OK)
+			continue;
+		for (size_t i = 0; i < n && i < MAX_LISTED; i++) {
+			struct rs_ctx ctx = { .fd = -1 };
+			int status;
+
+			if (strcmp(list[i].name, name) != 0)
+				continue;
+			status = providers[p]->open(name, &ctx);
+			if (status)
+				return status;
+			ctx.ops = providers[p];
+			return publish_device(&ctx, NULL, out);
+		}
+	}
+	return rs_fail(RSHARE_E_NODEV, 0, "no device named \"%s\"%s", name,
+		       strcmp(name, "sim0") == 0 ? " (RSHARE_SIM=0 hides it)" : "");
+}
+
+int rshare_device_open(const char *name, rshare_device **out)
+{
+	struct rs_devinfo first;
+
+	if (!out)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
+	if (name && *name)
+		RS_RETURN(open_named(name, (void **)out));
+	/* Default: the first hardware device, else the simulated one. */
+	if (scan_all(&first, 1) == 0)
+		RS_RETURN(rs_fail(RSHARE_E_NODEV, 0,
+				  "no RDMA device found and the simulated device is "
+				  "hidden by RSHARE_SIM=0"));
+	RS_RETURN(open_named(first.name, (void **)out));
+}
+
+int rs_device_adopt(int fd, struct rs_device **out_dev, void **out)
+{
+	const struct rs_provider *owner = &rs_hw_provider;
+	struct rs_ctx ctx = { .fd = -1 };
+	int status;
+
+	/* A provider that recognises the fd gets it; anything else is for
+	 * rdma-core to accept or refuse. */
+	for (size_t p = 0; p < NPROVIDERS; p++) {
+		if (providers[p]->owns_fd(fd)) {
+			owner = providers[p];
+			break;
+		}
+	}
+	status = owner->import(fd, &ctx);
+	if (status)
+		return status;
+	ctx.ops = owner;
+	return publish_device(&ctx, out_dev, out);
+}
+
+int rshare_device_import(int fd, rshare_device **out)
+{
+	int dup, status;
+
+	if (!out)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
+	if (fd < 0)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "fd %d is negative", fd));
+	dup = rs_dup_cloexec(fd);
+	if (dup < 0)
+		RS_RETURN(rs_fail(errno == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO, errno,
+				  "cannot duplicate fd %d", fd));
+	status = rs_device_adopt(dup, NULL, (void **)out);
+	if (status)
+		rs_close_quietly(dup);
+	RS_RETURN(status);
+}
+
+/* Pin dev and copy what an accessor needs. */
+#define WITH_DEVICE(handle, slot)                                 \
+	struct rs_slot *slot;                                     \
+	int pin_status_ = rs_pin((handle), RS_OBJ_DEVICE, &slot); \
+	if (pin_status_)                                          \
+		RS_RETURN(pin_status_)
+
+int rshare_device_fd(const rshare_device *dev, int *fd)
+{
+	if (!fd)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "fd is NULL"));
+	WITH_DEVICE(dev, slot);
+	*fd = slot->u.dev->ctx.fd;
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rshare_device_name(const rshare_device *dev, char *buf, size_t cap, size_t *len)
+{
+	int status;
+
+	if (!len)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "len is NULL"));
+	WITH_DEVICE(dev, slot);
+	status = rs_copy_str(slot->u.dev->ctx.name, strlen(slot->u.dev->ctx.name),
+			     buf, cap, len);
+	rs_unpin(slot);
+	RS_RETURN(status);
+}
+
+int rshare_device_guid(const rshare_device *dev, uint64_t *guid)
+{
+	if (!guid)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "guid is NULL"));
+	WITH_DEVICE(dev, slot);
+	*guid = slot->u.dev->ctx.guid;
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rshare_device_provider(const rshare_device *dev, int *provider)
+{
+	if (!provider)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "provider is NULL"));
+	WITH_DEVICE(dev, slot);
+	*provider = slot->u.dev->ctx.ops->id;
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rshare_device_close(rshare_device *dev)
+{
+	struct rs_slot *slot;
+	struct rs_device *d;
+	size_t live;
+	int status = rs_retire_begin(dev, RS_OBJ_DEVICE, &slot);
+
+	if (status)
+		RS_RETURN(status);
+	d = slot->u.dev;
+	live = atomic_load(&d->children);
+	if (live) {
+		rs_retire_cancel(slot);
+		RS_RETURN(rs_fail(RSHARE_E_BUSY, 0,
+				  "%zu PD/VAR handle(s) of this device are still live; "
+				  "free or unimport them first", live));
+	}
+	rs_retire_commit(slot);
+	d->ctx.ops->close(&d->ctx);
+	free(d);
+	return RSHARE_OK;
+}

@@ -1,0 +1,83 @@
+/*
+ * The core's objects and its handle table.
+ *
+ * Public handles are tokens, not pointers: slot index, object kind and the
+ * slot's generation packed into the pointer value. The core never
+ * dereferences a handle; it looks the slot up and compares generations, so a
+ * handle that was freed (even long ago, even after the slot was reused)
+ * resolves to RSHARE_E_STALE instead of touching memory.
+ *
+ * A call pins the slot for its duration (one CAS); destroying an object
+ * first marks the slot dying, which turns away new pins, then waits for the
+ * in-flight ones to drain. Slots live in chunks that are never freed, so a
+ * lookup can always read the slot it names.
+ */
+#ifndef RSHARE_CORE_INTERNAL_H
+#define RSHARE_CORE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "provider.h"
+
+enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3 };
+
+struct rs_device {
+	struct rs_ctx ctx;
+	/* PDs and VARs made or imported through this handle and still live.
+	 * Incremented only while the device is pinned, so once close has
+	 * drained the pins it can only go down. */
+	atomic_size_t children;
+};
+
+struct rs_pd_obj {
+	struct rs_device *dev;
+	struct rs_pd_info info;
+	bool imported;
+};
+
+struct rs_var_obj {
+	struct rs_device *dev;
+	struct rs_var_info info;
+	bool imported;
+	_Atomic(void *) addr; /* mapping of the VAR page, NULL if unmapped */
+};
+
+struct rs_slot {
+	_Atomic uint64_t state;     /* generation:32 | LIVE | DYING | pins:30 */
+	_Atomic uint32_t next_free; /* free-list link: index + 1, 0 = end */
+	_Atomic uint8_t kind;
+	uint32_t index;             /* own position, fixed at creation */
+	union {
+		struct rs_device *dev;
+		struct rs_pd_obj pd;
+		struct rs_var_obj var;
+	} u;
+};
+
+/* Take a free slot for a new object of kind. The caller fills slot->u and
+ * then publishes it (or gives it back with rs_slot_discard). */
+int rs_slot_reserve(struct rs_slot **slot);
+/* Make a reserved slot live; returns the public handle. */
+void *rs_slot_publish(struct rs_slot *slot, int kind);
+void rs_slot_discard(struct rs_slot *slot);
+
+/* Pin the object behind handle h for the duration of a call.
+ * RSHARE_E_INVAL for NULL, RSHARE_E_STALE for anything not live. */
+int rs_pin(const void *h, int kind, struct rs_slot **slot);
+void rs_unpin(struct rs_slot *slot);
+
+/* Begin destroying the object behind h: exclusive once it returns OK (new
+ * pins are refused, in-flight ones have drained). Finish with
+ * rs_retire_commit (the handle becomes stale forever) or undo with
+ * rs_retire_cancel (the object stays live, e.g. a failed free). */
+int rs_retire_begin(const void *h, int kind, struct rs_slot **slot);
+void rs_retire_commit(struct rs_slot *slot);
+void rs_retire_cancel(struct rs_slot *slot);
+
+/* Adopt an already-duplicated context fd into a new device handle; on
+ * failure the fd is still the caller's. Shared by import and channel. */
+int rs_device_adopt(int fd, struct rs_device **out_dev, void **out_handle);
+
+#endif

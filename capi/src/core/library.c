@@ -1,0 +1,33 @@
+/* Library-level entry points: version, status table, diagnostics. */
+#include "rshare/rshare.h"
+#include "util/error.h"
+#include "util/status.h"
+
+#define RS_STR_(x) #x
+#define RS_STR(x) RS_STR_(x)
+
+const char *rshare_version(void)
+{
+	return RS_STR(RSHARE_VERSION_MAJOR) "." RS_STR(RSHARE_VERSION_MINOR) "."
+		RS_STR(RSHARE_VERSION_PATCH);
+}
+
+const char *rshare_status_name(int status)
+{
+	return rs_status_name(status);
+}
+
+const char *rshare_strerror(int status)
+{
+	return rs_status_text(status);
+}
+
+const char *rshare_last_error(void)
+{
+	return rs_last_error();
+}
+
+int rshare_last_errno(void)
+{
+	return rs_last_errno();
+}

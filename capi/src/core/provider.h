@@ -1,0 +1,98 @@
+/*
+ * The provider table: the only way the core reaches a device provider.
+ *
+ * Its operations mirror the rdma-core calls rshare needs (device list,
+ * open/import/close context, alloc/import/unimport/dealloc PD, alloc/free/
+ * export/import/unimport VAR), so that everything above this table is the
+ * same code for the simulated device and for real hardware.
+ *
+ * Error contract: an operation returns RSHARE_OK or a negative status and,
+ * on failure, has already described the cause with rs_fail(); on failure
+ * it has changed nothing (no fd taken, no object left behind).
+ */
+#ifndef RSHARE_PROVIDER_H
+#define RSHARE_PROVIDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rshare/rshare.h"
+
+/* Provider-private bytes carried inside a VAR blob (hardware: upstream's
+ * mlx5dv_var_export() record). Bounded so every blob fits RSHARE_BLOB_MAX. */
+#define RS_PRIV_MAX 64
+
+struct rs_devinfo {
+	char name[RSHARE_NAME_MAX];
+	uint64_t guid;
+	int provider; /* enum rshare_provider */
+};
+
+/* A device context as the core sees it. Filled by open/import. */
+struct rs_ctx {
+	const struct rs_provider *ops;
+	int fd;             /* command fd, owned by the context */
+	uint64_t guid;      /* node GUID, identity of the device */
+	uint64_t table_id;  /* identity of the object table, 0 if unknowable */
+	char name[RSHARE_NAME_MAX];
+	void *prov;         /* provider's own context (e.g. struct ibv_context) */
+};
+
+/* A PD as the provider sees it. */
+struct rs_pd_info {
+	uint32_t handle;    /* kernel handle */
+	uint64_t serial;    /* creation serial within the table, 0 if unknowable */
+	void *prov;         /* provider's own object (e.g. struct ibv_pd) */
+};
+
+/* A VAR as the provider sees it. */
+struct rs_var_info {
+	uint32_t handle;
+	uint64_t serial;
+	uint32_t flags;
+	uint32_t page_id;
+	uint32_t length;
+	uint64_t mmap_off;
+	uint16_t priv_len;            /* bytes used in priv */
+	uint8_t priv[RS_PRIV_MAX];    /* provider record carried in the blob */
+	void *prov;                   /* e.g. struct mlx5dv_var */
+};
+
+struct rs_provider {
+	const char *name;   /* "hw", "sim" */
+	int id;             /* enum rshare_provider */
+
+	/* Fill up to cap entries of out and set *count to the total number of
+	 * devices. Never fails for "no devices": that is *count == 0. */
+	int (*list)(struct rs_devinfo *out, size_t cap, size_t *count);
+	/* Open device name (one of this provider's, as listed). */
+	int (*open)(const char *name, struct rs_ctx *ctx);
+	/* Does fd belong to this provider? Cheap, no side effects. */
+	bool (*owns_fd)(int fd);
+	/* Import the context behind fd. On success the context owns fd; on
+	 * failure the caller still does. */
+	int (*import)(int fd, struct rs_ctx *ctx);
+	/* Release the context, its fd included. */
+	void (*close)(struct rs_ctx *ctx);
+
+	int (*pd_alloc)(struct rs_ctx *ctx, struct rs_pd_info *pd);
+	/* In: pd->handle, pd->serial. Out: pd->prov. NOT_FOUND if the table
+	 * has no such PD. */
+	int (*pd_import)(struct rs_ctx *ctx, struct rs_pd_info *pd);
+	void (*pd_unimport)(struct rs_ctx *ctx, struct rs_pd_info *pd);
+	int (*pd_dealloc)(struct rs_ctx *ctx, struct rs_pd_info *pd);
+
+	int (*var_alloc)(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var);
+	/* Fill var->priv/priv_len with what the importer's provider needs. */
+	int (*var_export)(struct rs_ctx *ctx, struct rs_var_info *var);
+	/* In: every field of a blob (handle .. priv). Out: prov. */
+	int (*var_import)(struct rs_ctx *ctx, struct rs_var_info *var);
+	void (*var_unimport)(struct rs_ctx *ctx, struct rs_var_info *var);
+	int (*var_free)(struct rs_ctx *ctx, struct rs_var_info *var);
+};
+
+/* The providers, in listing order (hardware first). */
+extern const struct rs_provider rs_hw_provider;
+extern const struct rs_provider rs_sim_provider;
+
+#endif

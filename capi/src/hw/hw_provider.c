@@ -1,0 +1,278 @@
+/*
+ * The hardware provider: RDMA devices through rdma-core (libibverbs), loaded
+ * at run time by hw_dl.c. Device contexts and PDs live here, VARs (libmlx5)
+ * in hw_var.c.
+ *
+ * Identity: a device is its node GUID. rdma-core cannot name the kernel
+ * object table (the ufile) behind a context, so table_id and serials are 0
+ * and a blob is checked against the GUID only; the kernel then decides
+ * whether the handle exists in the importing context's table.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hw/hw_internal.h"
+#include "util/error.h"
+#include "util/fdutil.h"
+
+static void copy_name(char *dst, const char *src)
+{
+	snprintf(dst, RSHARE_NAME_MAX, "%s", src ? src : "");
+}
+
+static int hw_list(struct rs_devinfo *out, size_t cap, size_t *count)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct ibv_device **list;
+	size_t n = 0;
+
+	*count = 0;
+	if (!v->verbs_ok)
+		return RSHARE_OK; /* no rdma-core: no hardware, not an error */
+	/* NULL (e.g. ENOSYS without /sys/class/infiniband) means no devices. */
+	list = v->get_device_list(NULL);
+	if (!list)
+		return RSHARE_OK;
+	for (size_t i = 0; list[i]; i++) {
+		const char *name = v->get_device_name(list[i]);
+		if (!name)
+			continue;
+		if (n < cap) {
+			copy_name(out[n].name, name);
+			out[n].guid = be64toh(v->get_device_guid(list[i]));
+			out[n].provider = RSHARE_PROVIDER_HW;
+		}
+		n++;
+	}
+	v->free_device_list(list);
+	*count = n;
+	return RSHARE_OK;
+}
+
+/* Describe an opened or imported context; ctx->prov becomes ibctx. */
+static void fill_ctx(struct rs_ctx *ctx, struct ibv_context *ibctx)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+
+	ctx->fd = ibctx->cmd_fd;
+	ctx->guid = be64toh(v->get_device_guid(ibctx->device));
+	ctx->table_id = 0; /* the ufile's identity is not visible from user space */
+	copy_name(ctx->name, v->get_device_name(ibctx->device));
+	ctx->prov = ibctx;
+}
+
+static int hw_open(const char *name, struct rs_ctx *ctx)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct ibv_device **list;
+	struct ibv_context *ibctx = NULL;
+	bool found = false;
+	int err = 0;
+
+	if (!v->verbs_ok)
+		return rs_fail(RSHARE_E_NODEV, 0, "no RDMA device named \"%s\" (%s)",
+			       name, v->why);
+	list = v->get_device_list(NULL);
+	if (!list)
+		return rs_fail(RSHARE_E_NODEV, errno,
+			       "no RDMA device named \"%s\": rdma-core lists no devices",
+			       name);
+	for (size_t i = 0; list[i] && !found; i++) {
+		const char *dn = v->get_device_name(list[i]);
+		if (!dn || strcmp(dn, name) != 0)
+			continue;
+		found = true;
+		ibctx = v->open_device(list[i]);
+		err = errno;
+	}
+	/* An opened context keeps its device alive past the list. */
+	v->free_device_list(list);
+	if (!found)
+		return rs_fail(RSHARE_E_NODEV, 0, "no RDMA device named \"%s\"", name);
+	if (!ibctx)
+		return rs_fail(rs_hw_status(err), err, "ibv_open_device(%s) failed", name);
+	fill_ctx(ctx, ibctx);
+	return RSHARE_OK;
+}
+
+static bool hw_owns_fd(int fd)
+{
+	/* Only rdma-core can tell, and asking it means importing: the core
+	 * offers every fd that no other provider claims to hw_import(). */
+	(void)fd;
+	return false;
+}
+
+/* Are a and b the same open file description? */
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+	pid_t pid = getpid();
+	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+
+	if (r >= 0)
+		return r == 0;
+	/* kcmp unavailable (kernel config, seccomp): same inode is as close. */
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * ibv_import_device() takes the fd it is given, but on failure it may or may
+ * not have closed it: rdma-core closes it when the provider's import step
+ * fails (the context had adopted it) and leaves it open when the fd is
+ * refused earlier (not a uverbs char device, no matching device). So it gets
+ * a private dup, `mine`, and the caller's fd is never exposed to that
+ * ambiguity. After a failure `mine` is closed here unless rdma-core already
+ * did; the check can only be fooled if another thread re-creates a
+ * descriptor to this same file at this same number in between.
+ */
+static void drop_after_failed_import(int mine, int theirs)
+{
+	if (fcntl(mine, F_GETFD) < 0)
+		return; /* rdma-core closed it */
+	if (same_file(mine, theirs))
+		rs_close_quietly(mine);
+}
+
+static int hw_import(int fd, struct rs_ctx *ctx)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct ibv_context *ibctx;
+	int mine, err;
+
+	if (!v->verbs_ok)
+		return rs_fail(RSHARE_E_NODEV, 0,
+			       "fd %d is not a simulated device context, and it cannot "
+			       "be an RDMA one: rdma-core is not loaded (%s)", fd, v->why);
+	if (!v->import_device)
+		return rs_fail(RSHARE_E_NODEV, 0,
+			       "fd %d is not a simulated device context, and the loaded "
+			       "libibverbs lacks ibv_import_device@IBVERBS_1.10 "
+			       "(rdma-core 32 or newer is needed to share RDMA contexts)", fd);
+	mine = rs_dup_cloexec(fd);
+	if (mine < 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot duplicate fd %d", fd);
+	errno = 0;
+	ibctx = v->import_device(mine);
+	if (!ibctx) {
+		err = errno;
+		drop_after_failed_import(mine, fd);
+		if (err == EINVAL || err == ENODEV || err == EBADF)
+			return rs_fail(RSHARE_E_NODEV, err,
+				       "fd %d is neither a simulated nor an RDMA device "
+				       "context: ibv_import_device refused it", fd);
+		return rs_fail(rs_hw_status(err), err,
+			       "ibv_import_device(fd %d) failed", fd);
+	}
+	/* The context owns `mine`; the provider contract gives it fd too. */
+	rs_close_quietly(fd);
+	fill_ctx(ctx, ibctx);
+	return RSHARE_OK;
+}
+
+static void hw_close(struct rs_ctx *ctx)
+{
+	/* Closes the command fd as well; objects live on in other processes
+	 * that share the context, as the kernel keeps the ufile. */
+	rs_hw_verbs()->close_device(rs_hw_ibctx(ctx));
+	ctx->prov = NULL;
+	ctx->fd = -1;
+}
+
+static int hw_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
+{
+	struct ibv_pd *ibpd;
+	int err;
+
+	errno = 0;
+	ibpd = rs_hw_verbs()->alloc_pd(rs_hw_ibctx(ctx));
+	if (!ibpd) {
+		err = errno;
+		return rs_fail(rs_hw_status(err), err, "ibv_alloc_pd on %s failed",
+			       ctx->name);
+	}
+	pd->handle = ibpd->handle;
+	pd->serial = 0;
+	pd->prov = ibpd;
+	return RSHARE_OK;
+}
+
+static int hw_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct ibv_pd *ibpd;
+	int err;
+
+	if (!v->import_pd)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "the loaded libibverbs lacks ibv_import_pd@IBVERBS_1.10 "
+			       "(rdma-core 32 or newer is needed)");
+	errno = 0;
+	ibpd = v->import_pd(rs_hw_ibctx(ctx), pd->handle);
+	if (!ibpd) {
+		err = errno;
+		return rs_fail(rs_hw_lookup_status(err), err,
+			       "ibv_import_pd(handle %u) on %s failed%s", pd->handle,
+			       ctx->name,
+			       rs_hw_lookup_status(err) == RSHARE_E_NOT_FOUND
+				       ? ": no such PD in this context (freed?)" : "");
+	}
+	pd->prov = ibpd;
+	return RSHARE_OK;
+}
+
+static void hw_pd_unimport(struct rs_ctx *ctx, struct rs_pd_info *pd)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+
+	(void)ctx;
+	/* ibv_unimport_pd came with ibv_import_pd (rdma-core 32). Before that
+	 * no PD can have been imported, and an allocated one has no local-only
+	 * release: its few bytes of local state are left to the process. */
+	if (v->unimport_pd)
+		v->unimport_pd(pd->prov);
+	pd->prov = NULL;
+}
+
+static int hw_pd_dealloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
+{
+	/* ibv_dealloc_pd returns an errno value and keeps the local object on
+	 * failure, so a failed free leaves a PD that unimport can release. */
+	int err = rs_hw_verbs()->dealloc_pd(pd->prov);
+
+	if (err)
+		return rs_fail(rs_hw_lookup_status(err), err,
+			       "ibv_dealloc_pd(handle %u) on %s failed%s", pd->handle,
+			       ctx->name,
+			       rs_hw_lookup_status(err) == RSHARE_E_NOT_FOUND
+				       ? ": already destroyed (by another process?)" : "");
+	pd->prov = NULL;
+	return RSHARE_OK;
+}
+
+const struct rs_provider rs_hw_provider = {
+	.name = "hw",
+	.id = RSHARE_PROVIDER_HW,
+	.list = hw_list,
+	.open = hw_open,
+	.owns_fd = hw_owns_fd,
+	.import = hw_import,
+	.close = hw_close,
+	.pd_alloc = hw_pd_alloc,
+	.pd_import = hw_pd_import,
+	.pd_unimport = hw_pd_unimport,
+	.pd_dealloc = hw_pd_dealloc,
+	.var_alloc = rs_hw_var_alloc,
+	.var_export = rs_hw_var_export,
+	.var_import = rs_hw_var_import,
+	.var_unimport = rs_hw_var_unimport,
+	.var_free = rs_hw_var_free,
+};

@@ -1,0 +1,174 @@
+/*
+ * mlx5 VARs through libmlx5 (mlx5dv). Allocation is rdma-core 31+
+ * (MLX5_1.12); sharing needs the export API of rdma-core 63+ (MLX5_1.27).
+ *
+ * A hardware VAR blob carries upstream's mlx5dv_var_export() record, byte
+ * for byte, in the blob's private bytes: that record is the only form in
+ * which libmlx5 accepts a VAR back. rshare's blob adds what the record lacks
+ * (device GUID, kind, version, checksum), and the attributes it repeats are
+ * compared with what libmlx5 made of the record on import.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "hw/hw_internal.h"
+#include "util/error.h"
+
+/* The device must be an mlx5 one: mlx5dv calls on another provider's context
+ * would read it as an mlx5 context. */
+static int need_mlx5(const struct rs_ctx *ctx)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+
+	if (!v->mlx5_ok)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "VARs need libmlx5.so.1 from rdma-core 31 or newer (%s)",
+			       v->mlx5_why);
+	if (!v->is_supported(rs_hw_ibctx(ctx)->device))
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "device %s is not an mlx5 device: it has no VARs",
+			       ctx->name);
+	return RSHARE_OK;
+}
+
+/* Sharing also needs MLX5_1.27 and a record that fits a blob; *size (if
+ * size is not NULL) is the record size of the loaded libmlx5. */
+static int need_export(const struct rs_ctx *ctx, const char *what, uint32_t *size)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct rs_mlx5dv_export_sizes sizes = { 0 };
+	int status = need_mlx5(ctx);
+
+	if (status)
+		return status;
+	if (!v->export_ok)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "cannot %s a hardware VAR: the loaded libmlx5.so.1 has no "
+			       "%s (symbol version MLX5_1.27); VAR sharing needs "
+			       "rdma-core 63 or newer", what, v->export_missing);
+	v->get_export_sizes(&sizes, sizeof(sizes));
+	if (sizes.var_attrs_size == 0 || sizes.var_attrs_size > RS_PRIV_MAX)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "libmlx5's VAR export record is %u bytes; an rshare blob "
+			       "carries 1 to %d", sizes.var_attrs_size, RS_PRIV_MAX);
+	if (size)
+		*size = sizes.var_attrs_size;
+	return RSHARE_OK;
+}
+
+static void fill_attrs(struct rs_var_info *var, const struct mlx5dv_var *dv)
+{
+	var->page_id = dv->page_id;
+	var->length = dv->length;
+	var->mmap_off = (uint64_t)dv->mmap_off;
+}
+
+int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
+{
+	struct mlx5dv_var *dv;
+	uint32_t dvflags = 0;
+	int status = need_mlx5(ctx), err;
+
+	if (status)
+		return status;
+	if (flags & RSHARE_VAR_FLAG_TLP)
+		dvflags |= RS_MLX5DV_VAR_ALLOC_FLAG_TLP;
+	errno = 0;
+	dv = rs_hw_verbs()->alloc_var(rs_hw_ibctx(ctx), dvflags);
+	if (!dv) {
+		err = errno;
+		return rs_fail(rs_hw_status(err), err,
+			       "mlx5dv_alloc_var(flags 0x%x) on %s failed", dvflags,
+			       ctx->name);
+	}
+	/* The kernel handle is private to libmlx5 (it travels inside the
+	 * export record), so the blob's own handle and serial stay 0. */
+	var->handle = 0;
+	var->serial = 0;
+	var->flags = flags;
+	fill_attrs(var, dv);
+	var->priv_len = 0;
+	var->prov = dv;
+	return RSHARE_OK;
+}
+
+int rs_hw_var_export(struct rs_ctx *ctx, struct rs_var_info *var)
+{
+	uint8_t record[RS_PRIV_MAX] = { 0 };
+	uint32_t size;
+	int status = need_export(ctx, "export", &size), err;
+
+	if (status)
+		return status;
+	err = rs_hw_verbs()->var_export(var->prov, record);
+	if (err)
+		return rs_fail(rs_hw_status(err), err,
+			       "mlx5dv_var_export(page %u) failed", var->page_id);
+	memcpy(var->priv, record, size);
+	var->priv_len = (uint16_t)size;
+	return RSHARE_OK;
+}
+
+int rs_hw_var_import(struct rs_ctx *ctx, struct rs_var_info *var)
+{
+	/* Zero-padded to the importer's record size: a record written by an
+	 * rdma-core with a shorter layout is never read past its end. */
+	uint8_t record[RS_PRIV_MAX] = { 0 };
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct mlx5dv_var *dv;
+	int status = need_export(ctx, "import", NULL), err;
+
+	if (status)
+		return status;
+	if (var->priv_len == 0 || var->priv_len > RS_PRIV_MAX)
+		return rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+			       "the VAR blob carries no mlx5dv_var_export record "
+			       "(%u private bytes): it was not made by a hardware device",
+			       var->priv_len);
+	memcpy(record, var->priv, var->priv_len);
+	errno = 0;
+	dv = v->var_import(rs_hw_ibctx(ctx), record);
+	if (!dv) {
+		err = errno;
+		return rs_fail(rs_hw_lookup_status(err), err,
+			       "mlx5dv_var_import(page %u) on %s failed", var->page_id,
+			       ctx->name);
+	}
+	if (dv->page_id != var->page_id || dv->length != var->length ||
+	    (uint64_t)dv->mmap_off != var->mmap_off) {
+		struct rs_var_info got;
+		fill_attrs(&got, dv);
+		v->var_unimport(dv);
+		return rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+			       "the VAR blob says page %u, %u bytes at 0x%llx but its "
+			       "mlx5 record gives page %u, %u bytes at 0x%llx",
+			       var->page_id, var->length,
+			       (unsigned long long)var->mmap_off, got.page_id,
+			       got.length, (unsigned long long)got.mmap_off);
+	}
+	var->prov = dv;
+	return RSHARE_OK;
+}
+
+void rs_hw_var_unimport(struct rs_ctx *ctx, struct rs_var_info *var)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+
+	(void)ctx;
+	/* Before rdma-core 63 nothing releases a VAR's local state without
+	 * destroying the kernel object; no VAR can have been imported then, and
+	 * an allocated one released locally leaves its few bytes behind. */
+	if (v->var_unimport)
+		v->var_unimport(var->prov);
+	var->prov = NULL;
+}
+
+int rs_hw_var_free(struct rs_ctx *ctx, struct rs_var_info *var)
+{
+	(void)ctx;
+	/* mlx5dv_free_var reports nothing: a VAR destroyed meanwhile by another
+	 * process cannot be told apart here. */
+	rs_hw_verbs()->free_var(var->prov);
+	var->prov = NULL;
+	return RSHARE_OK;
+}

@@ -1,0 +1,195 @@
+#include "sim/sim_table.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "rshare/rshare.h"
+#include "util/error.h"
+
+/* How long a live peer may hold the lock before we report BUSY rather than
+ * hang: only a stopped or corrupting peer gets near it. */
+#define SIM_LOCK_TIMEOUT_S 5
+
+void sim_layout(uint32_t page_size, uint64_t *var_area_off, uint64_t *file_size)
+{
+	uint64_t off = (sizeof(struct sim_table) + page_size - 1) / page_size * page_size;
+
+	*var_area_off = off;
+	*file_size = off + (uint64_t)SIM_VAR_PAGES * page_size;
+}
+
+int sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id)
+{
+	pthread_mutexattr_t attr;
+	int err;
+
+	t->h.layout = SIM_LAYOUT;
+	t->h.page_size = page_size;
+	t->h.table_id = table_id;
+	t->h.guid = SIM_GUID;
+	t->h.max_objects = SIM_MAX_OBJECTS;
+	t->h.var_pages = SIM_VAR_PAGES;
+	sim_layout(page_size, &t->h.var_area_off, &t->h.file_size);
+	t->next_serial = 1;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+	err = pthread_mutex_init(&t->lock.mutex, &attr);
+	pthread_mutexattr_destroy(&attr);
+	if (err)
+		return rs_fail(RSHARE_E_IO, err, "cannot initialise the simulated table lock");
+	t->h.magic = SIM_MAGIC; /* last: a half-made table is never recognised */
+	return RSHARE_OK;
+}
+
+/* After a holder died mid-update: drop what cannot be an object and make
+ * the page map agree with the VARs that exist. Every update is ordered so
+ * that this recovers it (an object's type is written last, cleared first). */
+static void sim_repair(struct sim_table *t)
+{
+	memset(t->page_used, 0, sizeof(t->page_used));
+	for (uint32_t i = 0; i < SIM_MAX_OBJECTS; i++) {
+		struct sim_obj *o = &t->objs[i];
+
+		if (o->type == SIM_VAR && o->page_id < SIM_VAR_PAGES &&
+		    !t->page_used[o->page_id])
+			t->page_used[o->page_id] = 1;
+		else if (o->type != SIM_PD)
+			o->type = SIM_FREE;
+	}
+}
+
+int sim_lock(struct sim_view *v)
+{
+	struct timespec until;
+	int err;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += SIM_LOCK_TIMEOUT_S;
+	err = pthread_mutex_timedlock(&v->t->lock.mutex, &until);
+	if (err == EOWNERDEAD) {
+		sim_repair(v->t);
+		pthread_mutex_consistent(&v->t->lock.mutex);
+		return RSHARE_OK;
+	}
+	if (err == ETIMEDOUT)
+		return rs_fail(RSHARE_E_BUSY, err,
+			       "simulated object table locked by another process for %d s",
+			       SIM_LOCK_TIMEOUT_S);
+	if (err)
+		return rs_fail(RSHARE_E_IO, err,
+			       "simulated object table lock is unusable (corrupted by a peer?)");
+	return RSHARE_OK;
+}
+
+void sim_unlock(struct sim_view *v)
+{
+	pthread_mutex_unlock(&v->t->lock.mutex);
+}
+
+static const char *type_name(uint32_t type)
+{
+	return type == SIM_PD ? "PD" : "VAR";
+}
+
+int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
+		  uint32_t *handle, uint64_t *serial, uint32_t *page_id)
+{
+	struct sim_table *t = v->t;
+	uint32_t i, page = 0;
+	int status = sim_lock(v);
+
+	if (status)
+		return status;
+	/* Lowest free handle first, as the kernel's ID allocator does. */
+	for (i = 0; i < SIM_MAX_OBJECTS && t->objs[i].type != SIM_FREE; i++)
+		;
+	if (i == SIM_MAX_OBJECTS) {
+		status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
+				 "simulated object table is full (%u objects)",
+				 SIM_MAX_OBJECTS);
+		goto out;
+	}
+	if (type == SIM_VAR) {
+		while (page < SIM_VAR_PAGES && t->page_used[page])
+			page++;
+		if (page == SIM_VAR_PAGES) {
+			status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
+					 "all %u simulated VAR pages are in use",
+					 SIM_VAR_PAGES);
+			goto out;
+		}
+		t->page_used[page] = 1;
+	}
+	t->objs[i].page_id = page;
+	t->objs[i].flags = flags;
+	t->objs[i].serial = t->next_serial++;
+	/* Publish last, and keep the compiler from hoisting it: a holder that
+	 * dies here must leave a table sim_repair() can make whole. */
+	atomic_signal_fence(memory_order_release);
+	t->objs[i].type = type;
+	*handle = i;
+	*serial = t->objs[i].serial;
+	*page_id = page;
+out:
+	sim_unlock(v);
+	return status;
+}
+
+/* With the lock held: the object named by (type, handle, serial), or NULL. */
+static struct sim_obj *find(struct sim_table *t, uint32_t type, uint32_t handle,
+			    uint64_t serial)
+{
+	struct sim_obj *o;
+
+	if (handle >= SIM_MAX_OBJECTS)
+		return NULL;
+	o = &t->objs[handle];
+	if (o->type != type || o->serial != serial ||
+	    (type == SIM_VAR && o->page_id >= SIM_VAR_PAGES))
+		return NULL;
+	return o;
+}
+
+static int not_found(uint32_t type, uint32_t handle, uint64_t serial)
+{
+	return rs_fail(RSHARE_E_NOT_FOUND, ENOENT,
+		       "simulated table has no %s with handle %u (serial %llu): "
+		       "it was freed or never existed",
+		       type_name(type), handle, (unsigned long long)serial);
+}
+
+int sim_obj_lookup(struct sim_view *v, uint32_t type, uint32_t handle,
+		   uint64_t serial, uint32_t *page_id)
+{
+	struct sim_obj *o;
+	int status = sim_lock(v);
+
+	if (status)
+		return status;
+	o = find(v->t, type, handle, serial);
+	if (o)
+		*page_id = o->page_id;
+	sim_unlock(v);
+	return o ? RSHARE_OK : not_found(type, handle, serial);
+}
+
+int sim_obj_free(struct sim_view *v, uint32_t type, uint32_t handle, uint64_t serial)
+{
+	struct sim_obj *o;
+	int status = sim_lock(v);
+
+	if (status)
+		return status;
+	o = find(v->t, type, handle, serial);
+	if (o) {
+		o->type = SIM_FREE; /* unpublish first */
+		atomic_signal_fence(memory_order_release);
+		if (type == SIM_VAR)
+			v->t->page_used[o->page_id] = 0;
+	}
+	sim_unlock(v);
+	return o ? RSHARE_OK : not_found(type, handle, serial);
+}

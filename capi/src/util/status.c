@@ -1,0 +1,29 @@
+#include "util/status.h"
+
+#define RS_NAME(code, text) [-(code)] = #code,
+#define RS_TEXT(code, text) [-(code)] = text,
+#define RS_COUNT(code, text) +1
+
+static const char *const rs_names[] = { RS_STATUS_LIST(RS_NAME) };
+static const char *const rs_texts[] = { RS_STATUS_LIST(RS_TEXT) };
+
+/* The list must cover 0 .. RSHARE_E_PROTOCOL with no gap or extra. */
+_Static_assert(sizeof(rs_names) / sizeof(rs_names[0]) == -RSHARE_E_PROTOCOL + 1,
+	       "status list has a gap");
+_Static_assert(0 RS_STATUS_LIST(RS_COUNT) == -RSHARE_E_PROTOCOL + 1,
+	       "status list has duplicates or gaps");
+
+static int rs_known(int status)
+{
+	return status <= 0 && status >= RSHARE_E_PROTOCOL;
+}
+
+const char *rs_status_name(int status)
+{
+	return rs_known(status) ? rs_names[-status] : "RSHARE_E_UNKNOWN";
+}
+
+const char *rs_status_text(int status)
+{
+	return rs_known(status) ? rs_texts[-status] : "unknown status";
+}

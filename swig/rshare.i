@@ -1,0 +1,113 @@
+/*
+ * rshare.i: the one SWIG interface over rshare.h, shared by every language.
+ *
+ * This file says WHAT each argument pattern of the C API means; the
+ * per-language files say HOW that meaning looks in their language:
+ *   swig/python/rshare_python.i   (included under SWIGPYTHON)
+ *   swig/lua/rshare_lua.i         (included under SWIGLUA)
+ * The header is the single source of truth: it is %included below, never
+ * redeclared here.
+ *
+ * For the Lua side (or any other language): define typemaps for the
+ * abstract patterns below in your own file; a pattern you leave undefined
+ * falls back to SWIG's default wrapping, so you can plug in one at a time.
+ *
+ *   int RSHARE_STATUS                        "out": every int return except
+ *                                            rshare_last_errno() is a status;
+ *                                            a negative one must raise, with
+ *                                            rshare_last_error() as message.
+ *   SWIGTYPE *RSHARE_HANDLE                  "in": an opaque handle argument
+ *                                            (a generation-checked token the C
+ *                                            side never dereferences).
+ *   SWIGTYPE **RSHARE_NEW_HANDLE             "in" numinputs=0 + "argout": a new
+ *                                            handle returned to the caller, who
+ *                                            owns it and must release it with
+ *                                            close/unimport/free (never let
+ *                                            SWIG free it).
+ *   (const void *RSHARE_BYTES, size_t RSHARE_LEN)        a byte string in.
+ *   (void *RSHARE_BLOB_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN)
+ *                                            a byte string out, at most
+ *                                            RSHARE_BLOB_MAX bytes.
+ *   (void *RSHARE_PAYLOAD_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN)
+ *                                            a byte string out, at most
+ *                                            RSHARE_PAYLOAD_MAX bytes.
+ *   (char *RSHARE_STR_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN)
+ *                                            a string out (name, text form,
+ *                                            JSON: short, bounded).
+ *   (char *RSHARE_STR_OUT, size_t RSHARE_CAP)  a NUL-terminated string out of
+ *                                            at most RSHARE_NAME_MAX bytes.
+ *   void **RSHARE_ADDR_OUT                   an address out (borrowed: valid
+ *                                            until rshare_var_unmap()).
+ *   <scalar> *OUTPUT                         typemaps.i: a scalar out.
+ * Out values are returned in argument order after the (void) status.
+ * The blocking calls are rshare_channel_send/recv: release the
+ * interpreter lock around them if your language has one.
+ *
+ * Build: the module name is "rshare" (%module below); a language that
+ * needs another low-level name passes -module/-interface on the command line.
+ */
+%module rshare
+
+%{
+#include "rshare/rshare.h"
+%}
+
+%include <stdint.i>
+%include <typemaps.i>
+
+/* Public names lose the rshare_ prefix (rshare.pd_alloc); constants keep
+ * their RSHARE_ prefix (rshare.RSHARE_E_STALE). */
+%rename("%(strip:[rshare_])s") "";
+
+#ifdef SWIGPYTHON
+%include "python/rshare_python.i"
+#endif
+#ifdef SWIGLUA
+%include "lua/rshare_lua.i"
+#endif
+
+/* ---- which argument pattern means what (language-neutral) ---------------- */
+
+/* Statuses: copy the plain integer rule for the one int that is no status
+ * before every other int return becomes a status. */
+%typemap(out) int rshare_last_errno = int;
+%apply int RSHARE_STATUS { int };
+
+/* Handles in. */
+%apply SWIGTYPE *RSHARE_HANDLE {
+	rshare_device *dev, const rshare_device *dev,
+	rshare_pd *pd, const rshare_pd *pd,
+	rshare_var *var, const rshare_var *var
+};
+
+/* New handles out: the caller owns them (close/unimport/free). */
+%apply SWIGTYPE **RSHARE_NEW_HANDLE {
+	rshare_device **out, rshare_device **dev,
+	rshare_pd **out, rshare_var **out
+};
+
+/* Bytes in: blobs and channel payloads. */
+%apply (const void *RSHARE_BYTES, size_t RSHARE_LEN) {
+	(const void *blob, size_t len), (const void *payload, size_t len)
+};
+
+/* Sized outputs, following the header's (buf, cap, len) convention. */
+%apply (void *RSHARE_BLOB_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
+	(void *buf, size_t cap, size_t *len), (void *buf, size_t cap, size_t *out_len)
+};
+%apply (void *RSHARE_PAYLOAD_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
+	(void *payload, size_t cap, size_t *len)
+};
+%apply (char *RSHARE_STR_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
+	(char *buf, size_t cap, size_t *len), (char *buf, size_t cap, size_t *out_len)
+};
+%apply (char *RSHARE_STR_OUT, size_t RSHARE_CAP) { (char *name, size_t cap) };
+%apply void **RSHARE_ADDR_OUT { void **addr };
+
+/* Scalar outputs. */
+%apply int *OUTPUT { int *fd, int *provider, int *kind };
+%apply size_t *OUTPUT { size_t *count };
+%apply uint32_t *OUTPUT { uint32_t *handle, uint32_t *page_id, uint32_t *length };
+%apply uint64_t *OUTPUT { uint64_t *guid, uint64_t *mmap_off };
+
+%include "rshare/rshare.h"

@@ -1,0 +1,73 @@
+/*
+ * The numbers of the C ABI that may never change: status codes, enum values,
+ * limits and the major version. The literals below are the 1.0 values, typed
+ * in by hand; the test compares them with what the compiler sees in
+ * rshare.h, so a renumbering fails here with a message naming the constant.
+ * New constants may be added (append them here); existing lines never change.
+ */
+#include <stdio.h>
+
+#include <rshare/rshare.h>
+
+struct frozen {
+	const char *name;
+	long long compiled; /* the value in rshare.h */
+	long long frozen;   /* the value released in 1.0 */
+	size_t size;        /* sizeof the enum type: int in the C ABI */
+};
+
+#define FROZEN(type, name, value) { #name, (long long)(name), (value), sizeof(type) }
+
+static const struct frozen table[] = {
+	FROZEN(enum rshare_status, RSHARE_OK, 0),
+	FROZEN(enum rshare_status, RSHARE_E_INVAL, -1),
+	FROZEN(enum rshare_status, RSHARE_E_NOMEM, -2),
+	FROZEN(enum rshare_status, RSHARE_E_NODEV, -3),
+	FROZEN(enum rshare_status, RSHARE_E_UNSUPPORTED, -4),
+	FROZEN(enum rshare_status, RSHARE_E_STALE, -5),
+	FROZEN(enum rshare_status, RSHARE_E_BUSY, -6),
+	FROZEN(enum rshare_status, RSHARE_E_NOSPACE, -7),
+	FROZEN(enum rshare_status, RSHARE_E_BLOB_CORRUPT, -8),
+	FROZEN(enum rshare_status, RSHARE_E_BLOB_VERSION, -9),
+	FROZEN(enum rshare_status, RSHARE_E_BLOB_KIND, -10),
+	FROZEN(enum rshare_status, RSHARE_E_DEVICE_MISMATCH, -11),
+	FROZEN(enum rshare_status, RSHARE_E_NOT_FOUND, -12),
+	FROZEN(enum rshare_status, RSHARE_E_PERM, -13),
+	FROZEN(enum rshare_status, RSHARE_E_IO, -14),
+	FROZEN(enum rshare_status, RSHARE_E_PROTOCOL, -15),
+	FROZEN(enum rshare_provider, RSHARE_PROVIDER_HW, 1),
+	FROZEN(enum rshare_provider, RSHARE_PROVIDER_SIM, 2),
+	FROZEN(enum rshare_kind, RSHARE_KIND_PD, 1),
+	FROZEN(enum rshare_kind, RSHARE_KIND_VAR, 2),
+	FROZEN(enum rshare_limits, RSHARE_BLOB_MAX, 128),
+	FROZEN(enum rshare_limits, RSHARE_TEXT_MAX, 180),
+	FROZEN(enum rshare_limits, RSHARE_NAME_MAX, 64),
+	FROZEN(enum rshare_limits, RSHARE_PAYLOAD_MAX, 65536),
+	FROZEN(enum rshare_var_flags, RSHARE_VAR_FLAG_TLP, 1),
+	/* The major version is the SONAME's: librshare.so.1. */
+	FROZEN(int, RSHARE_VERSION_MAJOR, 1),
+};
+
+int main(void)
+{
+	int failures = 0;
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		const struct frozen *f = &table[i];
+
+		if (f->compiled != f->frozen) {
+			printf("FAIL: %s is %lld in rshare.h, frozen at %lld\n", f->name,
+			       f->compiled, f->frozen);
+			failures++;
+		}
+		if (f->size != sizeof(int)) {
+			printf("FAIL: %s: its enum is %zu bytes, the ABI needs int-sized enums\n",
+			       f->name, f->size);
+			failures++;
+		}
+	}
+	if (failures)
+		return 1;
+	printf("OK: %zu frozen values match rshare.h\n", sizeof(table) / sizeof(table[0]));
+	return 0;
+}

@@ -1,0 +1,274 @@
+/*
+ * rshare demo: the main job, end to end.
+ *
+ * The parent opens a device, allocates a PD and a VAR, and starts N worker
+ * processes (fork + exec of this binary). Each gets the device fd and both
+ * blobs over an rshare channel, imports them, checks the handles, maps the
+ * VAR page and writes its id and pid into its own slot, unimports and
+ * reports. The parent checks every slot, frees both objects and shows that
+ * a late import fails with RSHARE_E_NOT_FOUND.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_WORKERS 64
+#define SLOT_MAGIC 0x52534841u /* "RSHA": marks a slot a worker wrote */
+
+/* One worker's slot in the VAR page. */
+struct slot {
+	uint32_t magic;
+	uint32_t id;
+	uint32_t pid;
+	uint32_t pd_handle;
+};
+
+static uint64_t t_start;
+
+static void step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void step(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("[%9.3f ms] ", (double)(cli_now_ns() - t_start) / 1e6);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* The payload: "<pd handle> <pd text>\n<var page id> <var text>\n"; the
+ * worker checks what it imports against the numbers. */
+static int make_payload(rshare_pd *pd, rshare_var *var, char *out, size_t cap)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX];
+	uint32_t pd_h, page_id;
+	size_t len, tlen;
+	int s;
+
+	if ((s = rshare_pd_export(pd, blob, sizeof(blob), &len)) ||
+	    (s = rshare_blob_to_text(blob, len, pd_text, sizeof(pd_text), &tlen)) ||
+	    (s = rshare_pd_handle(pd, &pd_h)) ||
+	    (s = rshare_var_attrs(var, &page_id, NULL, NULL)) ||
+	    (s = rshare_var_export(var, blob, sizeof(blob), &len)) ||
+	    (s = rshare_blob_to_text(blob, len, var_text, sizeof(var_text), &tlen)))
+		return s;
+	snprintf(out, cap, "%" PRIu32 " %s\n%" PRIu32 " %s\n", pd_h, pd_text, page_id, var_text);
+	return RSHARE_OK;
+}
+
+static int start_worker(int id, int *sock_out, pid_t *pid_out)
+{
+	int sv[2];
+	pid_t pid;
+	char fdarg[16], idarg[16];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* The child's end survives exec; nothing else does. */
+		fcntl(sv[1], F_SETFD, 0);
+		snprintf(fdarg, sizeof(fdarg), "%d", sv[1]);
+		snprintf(idarg, sizeof(idarg), "%d", id);
+		execl("/proc/self/exe", "rshare", "__demo-worker", fdarg, idarg, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	*sock_out = sv[0];
+	*pid_out = pid;
+	return 0;
+}
+
+int cmd_demo(int argc, char **argv)
+{
+	const char *device = NULL;
+	int workers = 4, socks[MAX_WORKERS], ok = 1, s;
+	pid_t pids[MAX_WORKERS];
+	rshare_device *dev;
+	rshare_pd *pd, *late;
+	rshare_var *var;
+	volatile struct slot *slots;
+	void *page;
+	char payload[2 * RSHARE_TEXT_MAX + 32], name[RSHARE_NAME_MAX];
+	unsigned char pd_blob[RSHARE_BLOB_MAX];
+	size_t pd_len, len;
+	uint32_t pd_h, page_id, length;
+	uint64_t guid, mmap_off;
+	int provider;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--device") && i + 1 < argc)
+			device = argv[++i];
+		else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
+			workers = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: rshare demo [--device NAME] [--workers N]\n");
+			return 2;
+		}
+	}
+	if (workers < 1 || workers > MAX_WORKERS) {
+		fprintf(stderr, "rshare demo: --workers must be 1..%d\n", MAX_WORKERS);
+		return 2;
+	}
+	t_start = cli_now_ns();
+	if ((s = rshare_device_open(device, &dev)))
+		return cli_fail("opening the device", s);
+	rshare_device_name(dev, name, sizeof(name), &len);
+	rshare_device_guid(dev, &guid);
+	rshare_device_provider(dev, &provider);
+	step("opened %s (guid 0x%016" PRIx64 ", provider %s)", name, guid,
+	     cli_provider_name(provider));
+	if ((s = rshare_pd_alloc(dev, &pd)) || (s = rshare_pd_handle(pd, &pd_h)))
+		return cli_fail("allocating a PD", s);
+	step("allocated PD, handle %" PRIu32, pd_h);
+	if ((s = rshare_var_alloc(dev, 0, &var)) ||
+	    (s = rshare_var_attrs(var, &page_id, &length, &mmap_off)))
+		return cli_fail("allocating a VAR", s);
+	step("allocated VAR, page %" PRIu32 ", %" PRIu32 " bytes at mmap offset 0x%" PRIx64,
+	     page_id, length, mmap_off);
+	if ((s = rshare_var_map(var, &page)))
+		return cli_fail("mapping the VAR page", s);
+	slots = page;
+	if ((size_t)workers * sizeof(struct slot) > length) {
+		fprintf(stderr, "rshare demo: VAR page too small for %d workers\n", workers);
+		return 1;
+	}
+	memset(page, 0, length);
+	if ((s = rshare_pd_export(pd, pd_blob, sizeof(pd_blob), &pd_len)) ||
+	    (s = make_payload(pd, var, payload, sizeof(payload))))
+		return cli_fail("exporting", s);
+	step("exported PD (%zu-byte blob) and VAR", pd_len);
+
+	for (int i = 0; i < workers; i++) {
+		if (start_worker(i, &socks[i], &pids[i]) < 0) {
+			perror("rshare demo: starting a worker");
+			return 1;
+		}
+		s = rshare_channel_send(socks[i], dev, payload, strlen(payload) + 1);
+		if (s)
+			return cli_fail("sending to a worker", s);
+	}
+	step("started %d workers, sent each the device fd and both blobs", workers);
+
+	for (int i = 0; i < workers; i++) {
+		char reply[256] = "";
+		int wstatus;
+		ssize_t n = recv(socks[i], reply, sizeof(reply) - 1, 0);
+
+		if (waitpid(pids[i], &wstatus, 0) < 0 || !WIFEXITED(wstatus) ||
+		    WEXITSTATUS(wstatus) != 0 || n <= 0) {
+			printf("  worker %d (pid %d) FAILED\n", i, (int)pids[i]);
+			ok = 0;
+		} else {
+			printf("  worker %d (pid %d): %s\n", i, (int)pids[i], reply);
+		}
+		close(socks[i]);
+	}
+	for (int i = 0; i < workers; i++) {
+		if (slots[i].magic != SLOT_MAGIC || slots[i].id != (uint32_t)i ||
+		    slots[i].pid != (uint32_t)pids[i] || slots[i].pd_handle != pd_h) {
+			printf("  slot %d: MISSING or wrong (magic 0x%08x id %u pid %u)\n", i,
+			       slots[i].magic, slots[i].id, slots[i].pid);
+			ok = 0;
+		}
+	}
+	step("%s: every worker's write is in the shared VAR page", ok ? "checked" : "FAILED");
+
+	if ((s = rshare_var_free(var)) || (s = rshare_pd_free(pd)))
+		return cli_fail("freeing", s);
+	step("freed the VAR and the PD for every process");
+	s = rshare_pd_import(dev, pd_blob, pd_len, &late);
+	if (s == RSHARE_E_NOT_FOUND) {
+		step("late import of the PD blob: %s, as expected", rshare_status_name(s));
+	} else {
+		step("late import of the PD blob: %s, expected RSHARE_E_NOT_FOUND",
+		     rshare_status_name(s));
+		if (!s)
+			rshare_pd_unimport(late);
+		ok = 0;
+	}
+	if ((s = rshare_device_close(dev)))
+		return cli_fail("closing the device", s);
+	step("closed the device: %s", ok ? "all checks passed" : "SOME CHECKS FAILED");
+	return ok ? 0 : 1;
+}
+
+/* rshare __demo-worker SOCK ID: one worker process of the demo. */
+int cmd_demo_worker(int argc, char **argv)
+{
+	char payload[2 * RSHARE_TEXT_MAX + 32], pd_text[RSHARE_TEXT_MAX + 1],
+		var_text[RSHARE_TEXT_MAX + 1], reply[200];
+	unsigned char blob[RSHARE_BLOB_MAX];
+	uint32_t want_pd, want_page, got_pd, got_page;
+	rshare_device *dev;
+	rshare_pd *pd;
+	rshare_var *var;
+	volatile struct slot *slots;
+	void *page;
+	size_t len, blen;
+	uint64_t t0 = cli_now_ns();
+	int sock, id, s;
+
+	if (argc != 3)
+		return 2;
+	sock = atoi(argv[1]);
+	id = atoi(argv[2]);
+	if ((s = rshare_channel_recv(sock, &dev, payload, sizeof(payload) - 1, &len)))
+		return cli_fail("worker: receiving", s);
+	payload[len] = '\0';
+	if (sscanf(payload, "%" SCNu32 " %180s %" SCNu32 " %180s", &want_pd, pd_text,
+		   &want_page, var_text) != 4) {
+		fprintf(stderr, "rshare worker %d: malformed payload\n", id);
+		return 1;
+	}
+	if ((s = rshare_blob_from_text(pd_text, blob, sizeof(blob), &blen)) ||
+	    (s = rshare_pd_import(dev, blob, blen, &pd)) ||
+	    (s = rshare_pd_handle(pd, &got_pd)))
+		return cli_fail("worker: importing the PD", s);
+	if (got_pd != want_pd) {
+		fprintf(stderr, "rshare worker %d: PD handle %u, expected %u\n", id, got_pd,
+			want_pd);
+		return 1;
+	}
+	if ((s = rshare_blob_from_text(var_text, blob, sizeof(blob), &blen)) ||
+	    (s = rshare_var_import(dev, blob, blen, &var)) ||
+	    (s = rshare_var_attrs(var, &got_page, NULL, NULL)) ||
+	    (s = rshare_var_map(var, &page)))
+		return cli_fail("worker: importing and mapping the VAR", s);
+	if (got_page != want_page) {
+		fprintf(stderr, "rshare worker %d: VAR page %u, expected %u\n", id, got_page,
+			want_page);
+		return 1;
+	}
+	slots = page;
+	slots[id].id = (uint32_t)id;
+	slots[id].pid = (uint32_t)getpid();
+	slots[id].pd_handle = got_pd;
+	__atomic_store_n(&slots[id].magic, SLOT_MAGIC, __ATOMIC_RELEASE);
+	if ((s = rshare_var_unimport(var)) || (s = rshare_pd_unimport(pd)) ||
+	    (s = rshare_device_close(dev)))
+		return cli_fail("worker: releasing", s);
+	snprintf(reply, sizeof(reply),
+		 "imported PD %u and VAR page %u, wrote slot %d, unimported (%.3f ms)", got_pd, got_page, id,
+		 (double)(cli_now_ns() - t0) / 1e6);
+	if (send(sock, reply, strlen(reply) + 1, MSG_NOSIGNAL) < 0)
+		return 1;
+	return 0;
+}
