@@ -43,7 +43,7 @@
  * The blocking calls are rshare_channel_send/recv: release the
  * interpreter lock around them if your language has one.
  *
- * Build: the module name is "rshare" (%module below); a language that
+ * Build: the module name is "rshare" (see below); a language that
  * needs another low-level name passes -module/-interface on the command line.
  */
 %module rshare
