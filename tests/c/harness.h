@@ -1,0 +1,95 @@
+/*
+ * A small test harness: CHECK records a failure and goes on, so one run
+ * shows every broken expectation. main() ends with TEST_DONE(), which prints
+ * "N passed, N failed" and turns failures into a non-zero exit.
+ */
+#ifndef RSHARE_TEST_HARNESS_H
+#define RSHARE_TEST_HARNESS_H
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rshare/rshare.h"
+
+static int t_pass, t_fail;
+
+#define CHECK(cond)                                                              \
+	do {                                                                     \
+		if (cond) {                                                      \
+			t_pass++;                                                \
+		} else {                                                         \
+			t_fail++;                                                \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,   \
+				__LINE__, #cond);                                \
+		}                                                                \
+	} while (0)
+
+/* Expect a status; on mismatch show both names and the library's message. */
+#define CHECK_ST(expr, want)                                                     \
+	do {                                                                     \
+		int got_ = (expr);                                               \
+		if (got_ == (want)) {                                            \
+			t_pass++;                                                \
+		} else {                                                         \
+			t_fail++;                                                \
+			fprintf(stderr, "%s:%d: %s = %s, expected %s (%s)\n",    \
+				__FILE__, __LINE__, #expr,                       \
+				rshare_status_name(got_),                        \
+				rshare_status_name(want), rshare_last_error());  \
+		}                                                                \
+	} while (0)
+
+#define CHECK_OK(expr) CHECK_ST(expr, RSHARE_OK)
+
+/* A step a test cannot go on without. */
+#define REQUIRE_OK(expr)                                                         \
+	do {                                                                     \
+		int got_ = (expr);                                               \
+		if (got_ != RSHARE_OK) {                                         \
+			fprintf(stderr, "%s:%d: %s = %s (%s): cannot go on\n",   \
+				__FILE__, __LINE__, #expr,                       \
+				rshare_status_name(got_), rshare_last_error());  \
+			exit(1);                                                 \
+		}                                                                \
+	} while (0)
+
+#define TEST_DONE()                                                              \
+	do {                                                                     \
+		printf("%s: %d passed, %d failed\n", __FILE__, t_pass, t_fail);  \
+		return t_fail ? 1 : 0;                                           \
+	} while (0)
+
+/* Open fds of this process, to prove that failures leak none. */
+static inline int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+/* Export helpers that must succeed in a test's set-up. */
+static inline size_t export_pd(rshare_pd *pd, unsigned char *buf)
+{
+	size_t len = 0;
+	REQUIRE_OK(rshare_pd_export(pd, buf, RSHARE_BLOB_MAX, &len));
+	return len;
+}
+
+static inline size_t export_var(rshare_var *var, unsigned char *buf)
+{
+	size_t len = 0;
+	REQUIRE_OK(rshare_var_export(var, buf, RSHARE_BLOB_MAX, &len));
+	return len;
+}
+
+#endif

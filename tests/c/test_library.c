@@ -1,0 +1,67 @@
+/* Library-level calls: version, the status table, thread-local diagnostics. */
+#include <pthread.h>
+
+#include "harness.h"
+
+static void *other_thread(void *arg)
+{
+	(void)arg;
+	/* A fresh thread has no failure of its own. */
+	CHECK(strcmp(rshare_last_error(), "") == 0);
+	CHECK(rshare_last_errno() == 0);
+	return NULL;
+}
+
+int main(void)
+{
+	static const struct { int code; const char *name; } frozen[] = {
+		{ 0, "RSHARE_OK" }, { -1, "RSHARE_E_INVAL" }, { -2, "RSHARE_E_NOMEM" },
+		{ -3, "RSHARE_E_NODEV" }, { -4, "RSHARE_E_UNSUPPORTED" },
+		{ -5, "RSHARE_E_STALE" }, { -6, "RSHARE_E_BUSY" }, { -7, "RSHARE_E_NOSPACE" },
+		{ -8, "RSHARE_E_BLOB_CORRUPT" }, { -9, "RSHARE_E_BLOB_VERSION" },
+		{ -10, "RSHARE_E_BLOB_KIND" }, { -11, "RSHARE_E_DEVICE_MISMATCH" },
+		{ -12, "RSHARE_E_NOT_FOUND" }, { -13, "RSHARE_E_PERM" }, { -14, "RSHARE_E_IO" },
+		{ -15, "RSHARE_E_PROTOCOL" },
+	};
+	pthread_t th;
+	size_t n;
+
+	CHECK(strcmp(rshare_version(), "1.0.0") == 0);
+	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 0 && RSHARE_VERSION_PATCH == 0);
+
+	for (size_t i = 0; i < sizeof(frozen) / sizeof(frozen[0]); i++) {
+		CHECK(strcmp(rshare_status_name(frozen[i].code), frozen[i].name) == 0);
+		CHECK(strlen(rshare_strerror(frozen[i].code)) > 3);
+	}
+	CHECK(RSHARE_E_STALE == -5 && RSHARE_E_PROTOCOL == -15);
+	CHECK(strcmp(rshare_status_name(1), "RSHARE_E_UNKNOWN") == 0);
+	CHECK(strcmp(rshare_status_name(-16), "RSHARE_E_UNKNOWN") == 0);
+	CHECK(strcmp(rshare_status_name(-2147483647 - 1), "RSHARE_E_UNKNOWN") == 0);
+	CHECK(strlen(rshare_strerror(12345)) > 0);
+	/* Each text is distinct: no copy-paste in the table. */
+	for (int a = 0; a >= -15; a--)
+		for (int b = a - 1; b >= -15; b--)
+			CHECK(strcmp(rshare_strerror(a), rshare_strerror(b)) != 0);
+
+	CHECK(strcmp(rshare_last_error(), "") == 0);
+	CHECK_ST(rshare_devices_count(NULL), RSHARE_E_INVAL);
+	/* The message names the function and the cause. */
+	CHECK(strstr(rshare_last_error(), "rshare_devices_count") != NULL);
+	CHECK(strstr(rshare_last_error(), "count is NULL") != NULL);
+	CHECK(rshare_last_errno() == 0);
+
+	/* An OS failure keeps its errno: dup of a closed fd. */
+	{
+		rshare_device *dev;
+		CHECK_ST(rshare_device_import(1000, &dev), RSHARE_E_INVAL);
+		CHECK(rshare_last_errno() == 9 /* EBADF */);
+		CHECK(strstr(rshare_last_error(), "Bad file descriptor") != NULL);
+	}
+	/* Success does not clear the last failure (as errno). */
+	CHECK_OK(rshare_devices_count(&n));
+	CHECK(strstr(rshare_last_error(), "rshare_device_import") != NULL);
+
+	pthread_create(&th, NULL, other_thread, NULL);
+	pthread_join(th, NULL);
+	TEST_DONE();
+}
