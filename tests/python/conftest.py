@@ -1,0 +1,39 @@
+"""Shared fixtures: a fresh simulated device per test, and a helper that
+runs Python worker scripts in real child processes."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rshare
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKERS = os.path.join(HERE, "_workers.py")
+
+
+@pytest.fixture
+def dev():
+    """A new sim0 context (its own object table), closed after the test."""
+    device = rshare.open("sim0")
+    yield device
+    if not device.closed:
+        try:
+            device.close()
+        except rshare.Busy:
+            pass  # the test left objects; they release the device when collected
+
+
+def run_worker(*args, pass_fds=(), env_extra=None, timeout=30):
+    """Run `_workers.py args...` in a fresh interpreter; return its stdout
+    lines. The worker prints one line per check; a failure raises here with
+    its stderr."""
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    proc = subprocess.run([sys.executable, WORKERS, *map(str, args)], pass_fds=pass_fds,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"worker {args[0]} failed (rc {proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc.stdout.splitlines()

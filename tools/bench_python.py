@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Benchmark of the Python bindings (a measurement, not a test).
+
+1. ``dev.import_pd(blob).unimport()`` through the rshare package (SWIG
+   -builtin module + Python objects) against the same two C calls made
+   through cffi's ABI mode (the bar: at most 1.5x).
+2. Sharing a device context plus a payload over a socketpair with
+   ``rshare.send/recv`` against doing it by hand with ``socket.send_fds`` /
+   ``socket.recv_fds`` and ``Device.from_fd``.
+
+Run from a build tree:
+    PYTHONPATH=build/python /usr/bin/python3 tools/bench_python.py [--quick]
+The library for cffi is found next to the package (RSHARE_LIB overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+
+import rshare
+
+CDEF = """
+typedef struct rshare_device rshare_device;
+typedef struct rshare_pd rshare_pd;
+int rshare_device_open(const char *name, rshare_device **out);
+int rshare_device_close(rshare_device *dev);
+int rshare_pd_alloc(rshare_device *dev, rshare_pd **out);
+int rshare_pd_export(const rshare_pd *pd, void *buf, size_t cap, size_t *len);
+int rshare_pd_import(rshare_device *dev, const void *blob, size_t len, rshare_pd **out);
+int rshare_pd_unimport(rshare_pd *pd);
+int rshare_pd_free(rshare_pd *pd);
+"""
+
+
+def best_ns(fn, iterations: int, repeats: int) -> float:
+    """Best per-iteration time in ns over `repeats` runs of `iterations`."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        fn(iterations)
+        best = min(best, (time.perf_counter_ns() - start) / iterations)
+    return best
+
+
+def library_path() -> str:
+    if os.environ.get("RSHARE_LIB"):
+        return os.environ["RSHARE_LIB"]
+    here = os.path.dirname(rshare._rshare.__file__)
+    for candidate in (os.path.join(here, "..", "..", "lib", "librshare.so.1"),):
+        if os.path.exists(candidate):
+            return os.path.normpath(candidate)
+    return "librshare.so.1"  # the installed library, by soname
+
+
+def bench_import(iterations: int, repeats: int) -> tuple:
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    lib = ffi.dlopen(library_path())
+
+    # cffi: the two C calls, with the out cell and blob buffer made once.
+    cdev = ffi.new("rshare_device **")
+    assert lib.rshare_device_open(b"sim0", cdev) == 0
+    cpd = ffi.new("rshare_pd **")
+    assert lib.rshare_pd_alloc(cdev[0], cpd) == 0
+    buf = ffi.new("char[128]")
+    blen = ffi.new("size_t *")
+    assert lib.rshare_pd_export(cpd[0], buf, 128, blen) == 0
+    cblob = ffi.from_buffer(ffi.buffer(buf, blen[0])[:])
+    out = ffi.new("rshare_pd **")
+    dev0 = cdev[0]
+    pd_import, pd_unimport = lib.rshare_pd_import, lib.rshare_pd_unimport
+    nblob = blen[0]
+
+    def cffi_loop(n):
+        for _ in range(n):
+            if pd_import(dev0, cblob, nblob, out) != 0:
+                raise RuntimeError("import failed")
+            if pd_unimport(out[0]) != 0:
+                raise RuntimeError("unimport failed")
+
+    # rshare: the public API, Python objects included.
+    dev = rshare.open("sim0")
+    pd = dev.alloc_pd()
+    blob = pd.export()
+
+    def rshare_loop(n):
+        for _ in range(n):
+            dev.import_pd(blob).unimport()
+
+    t_cffi = best_ns(cffi_loop, iterations, repeats)
+    t_rshare = best_ns(rshare_loop, iterations, repeats)
+    pd.free()
+    dev.close()
+    lib.rshare_pd_free(cpd[0])
+    lib.rshare_device_close(dev0)
+    return t_rshare, t_cffi
+
+
+def bench_channel(iterations: int, repeats: int) -> tuple:
+    dev = rshare.open("sim0")
+    payload = dev.alloc_pd().export()
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def rshare_loop(n):
+        for _ in range(n):
+            rshare.send(a, dev, payload)
+            got, data = rshare.recv(b)
+            got.close()
+
+    def by_hand_loop(n):
+        # What a user would write without rshare.send/recv: send the fd and
+        # the payload with a length prefix, receive, import, close the fd.
+        for _ in range(n):
+            socket.send_fds(a, [len(payload).to_bytes(4, "little") + payload], [dev.fd])
+            msg, fds, _, _ = socket.recv_fds(b, 4 + rshare.PAYLOAD_MAX, 1)
+            size = int.from_bytes(msg[:4], "little")
+            data = msg[4:4 + size]
+            got = rshare.Device.from_fd(fds[0])
+            os.close(fds[0])
+            got.close()
+            if data != payload:
+                raise RuntimeError("payload mismatch")
+
+    t_rshare = best_ns(rshare_loop, iterations, repeats)
+    t_hand = best_ns(by_hand_loop, iterations, repeats)
+    a.close()
+    b.close()
+    return t_rshare, t_hand
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few iterations (a smoke run)")
+    args = parser.parse_args()
+    iterations, repeats = (200, 2) if args.quick else (100_000, 5)
+
+    t_rshare, t_cffi = bench_import(iterations, repeats)
+    print(f"import_pd+unimport  rshare (SWIG -builtin + objects) {t_rshare:8.0f} ns")
+    print(f"                    cffi ABI mode (2 C calls)        {t_cffi:8.0f} ns")
+    print(f"                    ratio {t_rshare / t_cffi:.2f}x (goal <= 1.5x)")
+
+    iterations = max(iterations // 20, 50)
+    t_rshare, t_hand = bench_channel(iterations, repeats)
+    print(f"share over socket   rshare.send/recv                 {t_rshare:8.0f} ns")
+    print(f"                    socket.send_fds by hand          {t_hand:8.0f} ns")
+    print(f"                    ratio {t_rshare / t_hand:.2f}x (goal < 1x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
