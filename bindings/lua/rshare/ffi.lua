@@ -68,7 +68,7 @@ local function guid_string(cell)
   return ("0x%08x%08x"):format(tonumber(cell[0] / 0x100000000), tonumber(cell[0] % 0x100000000))
 end
 
--- Run fn(..., buf, cap, len_cell) with text_buf, or with a buffer of the
+-- Run fn(a, b, buf, cap, len_cell) with text_buf, or with a buffer of the
 -- size the library asks for when text_buf is too small; returns the bytes.
 local function sized_call(fn, a, b)
   local st = fn(a, b, text_buf, ffi.sizeof(text_buf), size_cell)
@@ -147,7 +147,10 @@ function Device:fd()
 end
 
 function Device:name()
-  return sized_call(C.rshare_device_name, self.h)
+  -- text_buf is larger than RSHARE_NAME_MAX: no retry needed.
+  local st = C.rshare_device_name(self.h, text_buf, ffi.sizeof(text_buf), size_cell)
+  if st ~= OK then return fail(st) end
+  return ffi.string(text_buf, size_cell[0])
 end
 
 function Device:guid()

@@ -1,0 +1,210 @@
+/*
+ * Lua typemaps for the abstract patterns named in ../rshare.i.
+ *
+ * The low-level module (rshare_core, built with -module rshare_core) keeps
+ * to Lua's conventions and never raises for a runtime failure: every
+ * function that returns a status returns it first, as an integer, followed
+ * by its out values (nil where a failed call wrote nothing). The thin layer
+ * bindings/lua/rshare/swig.lua turns that into value, or nil, message, code.
+ * Only programmer mistakes (a wrong Lua type) raise.
+ *
+ * Numbers go to Lua as integers (lua_pushinteger), not SWIG's default
+ * floats; a 64-bit GUID keeps its bit pattern in a Lua 5.4 integer and the
+ * thin layer prints it as a "0x%016x" string.
+ *
+ * Handles are SWIG pointer userdata that SWIG never frees (own = 0): the
+ * thin layer decides when to release them. They are generation-checked
+ * tokens, so a stale one is always safe to pass back.
+ */
+
+%{
+#include <stdlib.h>
+#include <string.h>
+%}
+
+/* ---- statuses and plain ints: integers, never raised ---------------------- */
+%typemap(out, noblock=1) int {
+	lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++;
+}
+%typemap(out, noblock=1) int RSHARE_STATUS {
+	lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++;
+}
+
+/* ---- scalar outputs: integers, 0 when the call failed --------------------- */
+%define RSHARE_LUA_OUTPUT(TYPE)
+%typemap(in, numinputs=0, noblock=1) TYPE *OUTPUT (TYPE temp = 0) {
+	$1 = &temp;
+}
+%typemap(argout, noblock=1) TYPE *OUTPUT {
+	lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++;
+}
+%enddef
+RSHARE_LUA_OUTPUT(int)
+RSHARE_LUA_OUTPUT(size_t)
+RSHARE_LUA_OUTPUT(uint32_t)
+RSHARE_LUA_OUTPUT(uint64_t)
+
+/* ---- handles ---------------------------------------------------------------
+ * In: a handle userdata of the right type, or nil (NULL: the C side says
+ * RSHARE_E_INVAL). A handle of another type is a programmer mistake. */
+%typemap(in, noblock=1) SWIGTYPE *RSHARE_HANDLE {
+	if (!lua_isnil(L, $input) &&
+	    !SWIG_IsOK(SWIG_ConvertPtr(L, $input, (void **)&$1, $1_descriptor, 0))) {
+		SWIG_fail_ptr("$symname", $argnum, $1_descriptor);
+	}
+}
+
+/* Out: a new handle, or nil when the call failed. */
+%typemap(in, numinputs=0, noblock=1) SWIGTYPE **RSHARE_NEW_HANDLE ($*1_ltype handle = NULL) {
+	$1 = &handle;
+}
+%typemap(argout, noblock=1) SWIGTYPE **RSHARE_NEW_HANDLE {
+	if (*$1)
+		SWIG_NewPointerObj(L, (void *)*$1, $*1_descriptor, 0);
+	else
+		lua_pushnil(L);
+	SWIG_arg++;
+}
+
+/* ---- bytes in: Lua strings only (they may hold any byte) ------------------ */
+%typemap(in, noblock=1) (const void *RSHARE_BYTES, size_t RSHARE_LEN) {
+	if (lua_type(L, $input) != LUA_TSTRING)
+		SWIG_fail_arg("$symname", $argnum, "string");
+	$1 = ($1_ltype)lua_tolstring(L, $input, &$2);
+}
+
+/* ---- sized outputs ---------------------------------------------------------
+ * Buffers sized from the header's bounds; a blob's JSON description is a
+ * few hundred bytes. Should the C side ever need more it returns
+ * RSHARE_E_NOSPACE, never a truncated result. */
+%typemap(in, numinputs=0, noblock=1) (void *RSHARE_BLOB_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN)
+	(unsigned char buf[RSHARE_BLOB_MAX], size_t len = 0) {
+	$1 = buf;
+	$2 = sizeof(buf);
+	$3 = &len;
+}
+%typemap(in, numinputs=0, noblock=1) (char *RSHARE_STR_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN)
+	(char buf[4096], size_t len = 0) {
+	$1 = buf;
+	$2 = sizeof(buf);
+	$3 = &len;
+}
+/* The payload buffer is 64 KiB: on the heap, freed on every path. */
+%typemap(in, numinputs=0, noblock=1) (void *RSHARE_PAYLOAD_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN)
+	(size_t len = 0) {
+	$1 = malloc(RSHARE_PAYLOAD_MAX);
+	if (!$1) {
+		lua_pushstring(L, "rshare: out of memory for the payload buffer");
+		SWIG_fail;
+	}
+	$2 = RSHARE_PAYLOAD_MAX;
+	$3 = &len;
+}
+%typemap(freearg, noblock=1) (void *RSHARE_PAYLOAD_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
+	free($1);
+}
+%typemap(argout, noblock=1) (void *RSHARE_BLOB_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN),
+			    (void *RSHARE_PAYLOAD_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN),
+			    (char *RSHARE_STR_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
+	if (result == RSHARE_OK && *$3 <= $2)
+		lua_pushlstring(L, (const char *)$1, *$3);
+	else
+		lua_pushnil(L);
+	SWIG_arg++;
+}
+
+%typemap(in, numinputs=0, noblock=1) (char *RSHARE_STR_OUT, size_t RSHARE_CAP)
+	(char buf[RSHARE_NAME_MAX] = "") {
+	$1 = buf;
+	$2 = sizeof(buf);
+}
+%typemap(argout, noblock=1) (char *RSHARE_STR_OUT, size_t RSHARE_CAP) {
+	if (result == RSHARE_OK)
+		lua_pushlstring(L, $1, strnlen($1, $2));
+	else
+		lua_pushnil(L);
+	SWIG_arg++;
+}
+
+/* ---- an address out: a light userdata Lua cannot dereference; the page is
+ * read and written through var_read/var_write below ------------------------ */
+%typemap(in, numinputs=0, noblock=1) void **RSHARE_ADDR_OUT (void *addr = NULL) {
+	$1 = &addr;
+}
+%typemap(argout, noblock=1) void **RSHARE_ADDR_OUT {
+	if (result == RSHARE_OK)
+		lua_pushlightuserdata(L, *$1);
+	else
+		lua_pushnil(L);
+	SWIG_arg++;
+}
+
+/* ---- VAR page access -------------------------------------------------------
+ * var_read(var, off, n) -> status, bytes and var_write(var, off, bytes) ->
+ * status. Each call asks the C library for the mapping again (the same
+ * address while mapped; a stale handle fails), so Lua never holds a raw
+ * address. The thin layer checks bounds and refuses maps that were unmapped;
+ * the checks here are the last line, and a failure here raises. */
+%native(var_read) int rshare_lua_var_read(lua_State *L);
+%native(var_write) int rshare_lua_var_write(lua_State *L);
+%{
+/* The mapped page of the VAR in argument 1, and its length. */
+static int rshare_lua_page(lua_State *L, unsigned char **page, uint32_t *length)
+{
+	rshare_var *var = NULL;
+	void *addr = NULL;
+	int st;
+
+	if (!SWIG_IsOK(SWIG_ConvertPtr(L, 1, (void **)&var, SWIGTYPE_p_rshare_var, 0)))
+		return luaL_argerror(L, 1, "VAR handle expected");
+	st = rshare_var_attrs(var, NULL, length, NULL);
+	if (st == RSHARE_OK)
+		st = rshare_var_map(var, &addr);
+	*page = addr;
+	return st;
+}
+
+/* A byte range [off, off + n) inside a page of length bytes, or raise. */
+static size_t rshare_lua_range(lua_State *L, uint32_t length, size_t n)
+{
+	lua_Integer off = luaL_checkinteger(L, 2);
+
+	if (off < 0 || (lua_Unsigned)off > length || n > length - (size_t)off)
+		return (size_t)luaL_error(L, "rshare: VAR page access out of range");
+	return (size_t)off;
+}
+
+static int rshare_lua_var_read(lua_State *L)
+{
+	unsigned char *page;
+	uint32_t length = 0;
+	lua_Integer n = luaL_checkinteger(L, 3);
+	size_t off;
+	int st = rshare_lua_page(L, &page, &length);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	if (n < 0)
+		return luaL_argerror(L, 3, "negative length");
+	off = rshare_lua_range(L, length, (size_t)n);
+	lua_pushlstring(L, (const char *)page + off, (size_t)n);
+	return 2;
+}
+
+static int rshare_lua_var_write(lua_State *L)
+{
+	unsigned char *page;
+	uint32_t length = 0;
+	size_t n, off;
+	const char *bytes = luaL_checklstring(L, 3, &n);
+	int st = rshare_lua_page(L, &page, &length);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	off = rshare_lua_range(L, length, n);
+	memcpy(page + off, bytes, n);
+	return 1;
+}
+%}
