@@ -1,0 +1,164 @@
+/*
+ * The channel: fd + payload over stream and seqpacket sockets, the NOSPACE
+ * retry that loses nothing, and hostile messages (no fd, wrong fd, two fds,
+ * garbage, a closed peer) refused without leaking an fd.
+ */
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* Send a hand-made message: header fields, payload, and the given fds. */
+static void send_raw(int sock, const char *magic, uint32_t plen, const int *fds, int nfds)
+{
+	unsigned char hdr[16] = { 0 };
+	char ctl[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { hdr, sizeof(hdr) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memcpy(hdr, magic, 4);
+	hdr[4] = 1;
+	hdr[8] = (unsigned char)plen;
+	hdr[9] = (unsigned char)(plen >> 8);
+	if (nfds) {
+		struct cmsghdr *cm;
+		memset(ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl;
+		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	CHECK(sendmsg(sock, &msg, 0) == (ssize_t)sizeof(hdr));
+}
+
+static void round_trip(int type, rshare_device *dev, const unsigned char *blob, size_t blen)
+{
+	static unsigned char big[RSHARE_PAYLOAD_MAX];
+	unsigned char buf[RSHARE_PAYLOAD_MAX];
+	rshare_device *got, *got2;
+	rshare_pd *pd;
+	size_t len = 0;
+	int sv[2], fds_before;
+
+	REQUIRE_OK(socketpair(AF_UNIX, type, 0, sv) == 0 ? 0 : RSHARE_E_IO);
+	fds_before = count_fds();
+
+	/* Blob payload; the received device shares the sender's table. */
+	CHECK_OK(rshare_channel_send(sv[0], dev, blob, blen));
+	CHECK_OK(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len));
+	CHECK(len == blen && memcmp(buf, blob, blen) == 0);
+	CHECK_OK(rshare_pd_import(got, buf, len, &pd));
+	CHECK_OK(rshare_pd_unimport(pd));
+	CHECK_OK(rshare_device_close(got));
+
+	/* Too small a buffer: NOSPACE with the size, nothing consumed; the
+	 * retry gets the same message and a working fd. */
+	CHECK_OK(rshare_channel_send(sv[0], dev, blob, blen));
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, blen - 1, &len), RSHARE_E_NOSPACE);
+	CHECK(len == blen);
+	CHECK_ST(rshare_channel_recv(sv[1], &got, NULL, 0, &len), RSHARE_E_NOSPACE);
+	CHECK(len == blen);
+	CHECK(count_fds() == fds_before); /* the peeks installed no fd */
+	CHECK_OK(rshare_channel_recv(sv[1], &got, buf, blen, &len));
+	CHECK(len == blen && memcmp(buf, blob, blen) == 0);
+	CHECK_OK(rshare_pd_import(got, buf, len, &pd));
+	CHECK_OK(rshare_pd_unimport(pd));
+	CHECK_OK(rshare_device_close(got));
+
+	/* Empty payload, and the largest one (sent from another process so a
+	 * stream socket's buffer cannot block us). */
+	CHECK_OK(rshare_channel_send(sv[0], dev, NULL, 0));
+	CHECK_OK(rshare_channel_recv(sv[1], &got, NULL, 0, &len));
+	CHECK(len == 0);
+	CHECK_OK(rshare_device_close(got));
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (unsigned char)(i * 7);
+	if (fork() == 0)
+		_exit(rshare_channel_send(sv[0], dev, big, sizeof(big)) ? 1 : 0);
+	CHECK_OK(rshare_channel_recv(sv[1], &got2, buf, sizeof(buf), &len));
+	CHECK(len == sizeof(big) && memcmp(buf, big, len) == 0);
+	CHECK_OK(rshare_device_close(got2));
+	{
+		int ws;
+		CHECK(wait(&ws) > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	}
+	CHECK_ST(rshare_channel_send(sv[0], dev, big, sizeof(big) + 1), RSHARE_E_INVAL);
+	CHECK_ST(rshare_channel_send(sv[0], dev, NULL, 3), RSHARE_E_INVAL);
+
+	/* Hostile messages. */
+	{
+		int p[2], devnull = open("/dev/null", O_RDONLY), fd;
+		int two[2];
+		REQUIRE_OK(pipe(p) == 0 ? 0 : RSHARE_E_IO);
+		fds_before = count_fds();
+		send_raw(sv[0], "RSHC", 0, &p[0], 1); /* not a device */
+		CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
+			 RSHARE_E_NODEV);
+		send_raw(sv[0], "RSHC", 0, NULL, 0); /* no fd */
+		CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
+			 RSHARE_E_PROTOCOL);
+		CHECK(strstr(rshare_last_error(), "0 fd") != NULL);
+		CHECK_OK(rshare_device_fd(dev, &fd));
+		two[0] = fd;
+		two[1] = devnull;
+		send_raw(sv[0], "RSHC", 0, two, 2); /* two fds */
+		CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
+			 RSHARE_E_PROTOCOL);
+		CHECK(count_fds() == fds_before); /* every received fd was closed */
+		close(p[0]);
+		close(p[1]);
+		close(devnull);
+	}
+	CHECK_ST(rshare_channel_recv(-1, &got, buf, sizeof(buf), &len), RSHARE_E_INVAL);
+	CHECK_ST(rshare_channel_recv(sv[1], NULL, buf, sizeof(buf), &len), RSHARE_E_INVAL);
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), NULL), RSHARE_E_INVAL);
+	CHECK_ST(rshare_channel_send(-1, dev, NULL, 0), RSHARE_E_INVAL);
+	close(sv[0]);
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_IO);
+	CHECK(strstr(rshare_last_error(), "closed") != NULL);
+	close(sv[1]);
+}
+
+int main(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
+	rshare_device *dev, *got;
+	rshare_pd *pd;
+	size_t blen, len;
+	int sv[2], fd;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
+	blen = export_pd(pd, blob);
+	round_trip(SOCK_STREAM, dev, blob, blen);
+	round_trip(SOCK_SEQPACKET, dev, blob, blen);
+
+	/* Garbage on a stream: refused as not ours. A wrong-magic message. */
+	REQUIRE_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 ? 0 : RSHARE_E_IO);
+	CHECK(write(sv[0], "hello, this is not rshare", 25) == 25);
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
+	close(sv[0]);
+	close(sv[1]);
+	REQUIRE_OK(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0 ? 0 : RSHARE_E_IO);
+	CHECK_OK(rshare_device_fd(dev, &fd));
+	send_raw(sv[0], "XXXX", 0, &fd, 1);
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
+	close(sv[0]);
+	close(sv[1]);
+	/* Not a socket. */
+	{
+		int p[2];
+		REQUIRE_OK(pipe(p) == 0 ? 0 : RSHARE_E_IO);
+		CHECK_ST(rshare_channel_send(p[1], dev, NULL, 0), RSHARE_E_INVAL);
+		close(p[0]);
+		close(p[1]);
+	}
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+	TEST_DONE();
+}
