@@ -43,8 +43,8 @@ static int need_export(const struct rs_ctx *ctx, const char *what, uint32_t *siz
 		return status;
 	if (!v->export_ok)
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
-			       "cannot %s a hardware VAR: the loaded libmlx5.so.1 has no "
-			       "%s (symbol version MLX5_1.27); VAR sharing needs "
+			       "cannot %s a hardware VAR: the loaded libmlx5.so.1 lacks "
+			       "the VAR export API (no %s@MLX5_1.27); sharing VARs needs "
 			       "rdma-core 63 or newer", what, v->export_missing);
 	v->get_export_sizes(&sizes, sizeof(sizes));
 	if (sizes.var_attrs_size == 0 || sizes.var_attrs_size > RS_PRIV_MAX)

@@ -1,0 +1,65 @@
+#!/bin/sh
+# The rshare CLI through the hardware provider.
+#   cli_check.sh RSHARE_BIN STANDIN_DIR MISSING_DIR
+# With the stand-in rdma-core, `rshare devices` lists its devices as hw
+# before sim0 and `rshare demo --device mlx5_sim0` succeeds; without any
+# rdma-core (overrides naming missing files) and with the system's, the CLI
+# lists sim0 and writes nothing to stderr.
+set -u
+bin=$1 standin=$2 missing=$3
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	echo "--- stdout"; cat "$out"
+	echo "--- stderr"; cat "$err"
+	failed=1
+}
+
+# run LABEL ENV... -- ARGS...: run the CLI, demand exit 0 and a quiet stderr.
+run() {
+	label=$1; shift
+	envs=""
+	while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+	shift
+	if ! env $envs "$bin" "$@" >"$out" 2>"$err"; then
+		fail "$label: rshare $* exited non-zero"; return 1
+	fi
+	if [ -s "$err" ]; then
+		fail "$label: rshare $* wrote to stderr"; return 1
+	fi
+	return 0
+}
+
+has() { grep -Eq "$1" "$out" || fail "$2: no line matching '$1'"; }
+
+STANDIN="RSHARE_LIBIBVERBS=$standin/libibverbs.so.1 RSHARE_LIBMLX5=$standin/libmlx5.so.1"
+
+if run "stand-in devices" $STANDIN -- devices; then
+	has '^mlx5_sim0 +0x0002c90300a1b2c0 +hw$' "stand-in devices"
+	has '^rxe_sim1 +0x0002c90300a1b2c1 +hw$' "stand-in devices"
+	has '^sim0 +0x[0-9a-f]{16} +sim$' "stand-in devices"
+	[ "$(tail -n 1 "$out" | cut -d' ' -f1)" = sim0 ] || fail "stand-in devices: sim0 is not last"
+fi
+if run "stand-in devices --json" $STANDIN -- devices --json; then
+	has '\{"name":"mlx5_sim0","guid":"0x0002c90300a1b2c0","provider":"hw"\}' "devices --json"
+fi
+if run "stand-in demo" $STANDIN -- demo --device mlx5_sim0; then
+	echo "demo on mlx5_sim0 succeeded"
+fi
+
+NONE="RSHARE_LIBIBVERBS=$missing/libibverbs.so.1 RSHARE_LIBMLX5=$missing/libmlx5.so.1"
+if run "no rdma-core" $NONE -- devices; then
+	has '^sim0 +0x[0-9a-f]{16} +sim$' "no rdma-core"
+	[ "$(grep -c . "$out")" -eq 2 ] || fail "no rdma-core: more than sim0 listed"
+fi
+
+# The system's rdma-core: quiet, sim0 last (whatever hardware comes first).
+if run "system rdma-core" -- devices; then
+	[ "$(tail -n 1 "$out" | cut -d' ' -f1)" = sim0 ] || fail "system rdma-core: sim0 is not last"
+fi
+
+[ $failed -eq 0 ] && echo "cli_check: all passed"
+exit $failed

@@ -1,0 +1,258 @@
+/* Devices and PDs through the hardware provider. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hw_check.h"
+#include "hw_suite.h"
+
+static rshare_device *open_dev(const char *name)
+{
+	rshare_device *dev = NULL;
+
+	REQUIRE_OK(rshare_device_open(name, &dev));
+	return dev;
+}
+
+static int dev_fd(rshare_device *dev)
+{
+	int fd = -1;
+
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	return fd;
+}
+
+void case_listing(const struct hw_target *t)
+{
+	char name[RSHARE_NAME_MAX];
+	bool seen_sim = false, found = false;
+	uint64_t guid;
+	size_t n = 0;
+	int prov;
+
+	CHECK_OK(rshare_devices_count(&n));
+	for (size_t i = 0; i < n; i++) {
+		CHECK_OK(rshare_devices_get(i, name, sizeof(name), &guid, &prov));
+		/* Hardware first, then sim0. */
+		CHECK(prov == RSHARE_PROVIDER_HW || prov == RSHARE_PROVIDER_SIM);
+		CHECK(!(seen_sim && prov == RSHARE_PROVIDER_HW));
+		seen_sim |= prov == RSHARE_PROVIDER_SIM;
+		if (strcmp(name, t->name) == 0) {
+			found = true;
+			CHECK(prov == RSHARE_PROVIDER_HW);
+			CHECK(guid == t->guid);
+		}
+	}
+	CHECK(found);
+	if (!t->standin)
+		return;
+	/* Exactly the stand-in's two devices, in its order, then sim0. */
+	CHECK(n == 3);
+	CHECK_OK(rshare_devices_get(0, name, sizeof(name), &guid, &prov));
+	CHECK(strcmp(name, STANDIN_MLX5) == 0 && guid == STANDIN_MLX5_GUID &&
+	      prov == RSHARE_PROVIDER_HW);
+	CHECK_OK(rshare_devices_get(1, name, sizeof(name), &guid, &prov));
+	CHECK(strcmp(name, STANDIN_OTHER) == 0 && guid == STANDIN_OTHER_GUID &&
+	      prov == RSHARE_PROVIDER_HW);
+	CHECK_OK(rshare_devices_get(2, name, sizeof(name), &guid, &prov));
+	CHECK(strcmp(name, "sim0") == 0 && prov == RSHARE_PROVIDER_SIM);
+}
+
+void case_open_default(const struct hw_target *t)
+{
+	char name[RSHARE_NAME_MAX];
+	rshare_device *dev;
+	uint64_t guid = 0;
+	size_t len;
+	int prov = 0, fd;
+
+	/* No name: the first hardware device, not sim0. */
+	dev = open_dev(NULL);
+	CHECK_OK(rshare_device_provider(dev, &prov));
+	CHECK(prov == RSHARE_PROVIDER_HW);
+	if (t->standin) {
+		CHECK_OK(rshare_device_name(dev, name, sizeof(name), &len));
+		CHECK(strcmp(name, STANDIN_MLX5) == 0);
+	}
+	CHECK_OK(rshare_device_close(dev));
+
+	dev = open_dev(t->name);
+	CHECK_OK(rshare_device_name(dev, name, sizeof(name), &len));
+	CHECK(strcmp(name, t->name) == 0 && len == strlen(t->name));
+	CHECK_OK(rshare_device_guid(dev, &guid));
+	CHECK(guid == t->guid);
+	fd = dev_fd(dev);
+	CHECK(fcntl(fd, F_GETFD) >= 0);
+	CHECK_OK(rshare_device_close(dev));
+	/* ibv_close_device closed the command fd (single-threaded: the
+	 * number cannot have been reused meanwhile). */
+	CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+}
+
+void case_pd_local(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char json[512], want[64], name[RSHARE_NAME_MAX];
+	rshare_device *a = open_dev(t->name), *b = NULL;
+	rshare_pd *pd, *same = NULL, *other = NULL;
+	uint32_t h = 0, h2 = 0;
+	uint64_t guid = 0;
+	size_t len = 0, jlen;
+	int prov = 0, kind = 0;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	CHECK_OK(rshare_pd_handle(pd, &h));
+	CHECK_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_blob_kind(blob, len, &kind));
+	CHECK(kind == RSHARE_KIND_PD);
+	CHECK_OK(rshare_blob_describe(blob, len, json, sizeof(json), &jlen));
+	CHECK(strstr(json, "\"provider\":\"hw\"") != NULL);
+	snprintf(want, sizeof(want), "\"guid\":\"0x%016llx\"", (unsigned long long)t->guid);
+	CHECK(strstr(json, want) != NULL);
+
+	/* Into the same context, and into a context imported from its fd. */
+	CHECK_OK(rshare_pd_import(a, blob, len, &same));
+	CHECK_OK(rshare_pd_handle(same, &h2));
+	CHECK(h2 == h);
+	REQUIRE_OK(rshare_device_import(dev_fd(a), &b));
+	CHECK_OK(rshare_device_provider(b, &prov));
+	CHECK(prov == RSHARE_PROVIDER_HW);
+	CHECK_OK(rshare_device_guid(b, &guid));
+	CHECK(guid == t->guid);
+	CHECK_OK(rshare_device_name(b, name, sizeof(name), &jlen));
+	CHECK(strcmp(name, t->name) == 0);
+	CHECK(dev_fd(b) != dev_fd(a));
+	CHECK_OK(rshare_pd_import(b, blob, len, &other));
+	h2 = ~0u;
+	CHECK_OK(rshare_pd_handle(other, &h2));
+	CHECK(h2 == h);
+
+	CHECK_OK(rshare_pd_unimport(same));
+	CHECK_OK(rshare_pd_unimport(other));
+	CHECK_ST(rshare_device_close(a), RSHARE_E_BUSY); /* pd is live */
+	CHECK_OK(rshare_pd_free(pd));
+	/* Gone for every context sharing the table: the kernel says so. */
+	CHECK_ST(rshare_pd_import(b, blob, len, &other), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("ibv_import_pd");
+	CHECK_ST(rshare_pd_import(a, blob, len, &other), RSHARE_E_NOT_FOUND);
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_pd_freed_elsewhere(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *b = NULL;
+	rshare_pd *pd, *copy = NULL;
+	uint32_t h;
+	size_t len = 0;
+
+	REQUIRE_OK(rshare_device_import(dev_fd(a), &b));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_pd_import(b, blob, len, &copy));
+	CHECK_OK(rshare_pd_free(copy)); /* destroys it for a as well */
+	CHECK_ST(rshare_pd_free(pd), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("ibv_dealloc_pd");
+	CHECK_OK(rshare_pd_handle(pd, &h)); /* the handle stays live */
+	CHECK_OK(rshare_pd_unimport(pd));
+	CHECK_ST(rshare_pd_handle(pd, &h), RSHARE_E_STALE);
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_guid_mismatch(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *c = open_dev(t->other);
+	rshare_pd *pd, *wrong = NULL;
+	size_t len = 0;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	CHECK_ST(rshare_pd_import(c, blob, len, &wrong), RSHARE_E_DEVICE_MISMATCH);
+	CHECK(wrong == NULL);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* Import fd, which is no device context: NODEV, fd untouched, nothing leaked. */
+static void refuse(int fd, const char *what)
+{
+	rshare_device *dev = NULL;
+	int before = hw_count_fds();
+
+	CHECK_ST(rshare_device_import(fd, &dev), RSHARE_E_NODEV);
+	if (dev)
+		fprintf(stderr, "%s was imported\n", what);
+	CHECK(dev == NULL);
+	CHECK_MSG("ibv_import_device");
+	CHECK(hw_count_fds() == before);
+	CHECK(fcntl(fd, F_GETFD) >= 0);
+}
+
+void case_not_a_context(const struct hw_target *t)
+{
+	int p[2], null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int mem = memfd_create("not-a-ufile", MFD_CLOEXEC);
+	FILE *tmp = tmpfile();
+
+	(void)t;
+	REQUIRE(pipe(p) == 0 && null >= 0 && mem >= 0 && tmp);
+	/* A memfd of the stand-in's size, but not one of its ufiles. */
+	REQUIRE(ftruncate(mem, 17 * 4096) == 0);
+	refuse(p[0], "a pipe");
+	refuse(null, "/dev/null");
+	refuse(fileno(tmp), "a regular file");
+	refuse(mem, "a foreign memfd");
+	close(p[0]);
+	close(p[1]);
+	close(null);
+	close(mem);
+	fclose(tmp);
+}
+
+void case_import_adopted_then_failed(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name), *b = NULL;
+	int fd = dev_fd(a), before = hw_count_fds();
+
+	/* The stand-in's provider adopts the fd and then fails, closing it,
+	 * as rdma-core does: neither a leak nor a second close may follow. */
+	setenv("STANDIN_FAIL_IMPORT", "1", 1);
+	CHECK_ST(rshare_device_import(fd, &b), RSHARE_E_IO);
+	unsetenv("STANDIN_FAIL_IMPORT");
+	CHECK(rshare_last_errno() == EIO);
+	CHECK_MSG("ibv_import_device");
+	CHECK(b == NULL);
+	CHECK(hw_count_fds() == before);
+	CHECK(fcntl(fd, F_GETFD) >= 0);
+	CHECK_OK(rshare_device_import(fd, &b));
+	CHECK_OK(rshare_device_close(b));
+	CHECK(hw_count_fds() == before);
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_pd_limit(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name);
+	rshare_pd *pds[STANDIN_MAX_OBJS + 1];
+	int n = 0, s = RSHARE_OK;
+
+	/* The table is full after STANDIN_MAX_OBJS: ENOMEM -> NOMEM. */
+	while (n <= STANDIN_MAX_OBJS && (s = rshare_pd_alloc(a, &pds[n])) == RSHARE_OK)
+		n++;
+	CHECK(n == STANDIN_MAX_OBJS);
+	CHECK_ST(s, RSHARE_E_NOMEM);
+	CHECK(rshare_last_errno() == ENOMEM);
+	for (int i = 0; i < n; i++)
+		CHECK_OK(rshare_pd_free(pds[i]));
+	CHECK_OK(rshare_pd_alloc(a, &pds[0]));
+	CHECK_OK(rshare_pd_free(pds[0]));
+	CHECK_OK(rshare_device_close(a));
+}

@@ -1,0 +1,162 @@
+/*
+ * The hardware provider's suite. One program, one mode per run:
+ *
+ *   hw_suite standin      against the stand-in rdma-core 63 (VAR sharing)
+ *   hw_suite standin-44   against the stand-in without MLX5_1.27
+ *   hw_suite real         against the system rdma-core and a real device;
+ *                         exits 77 (ctest: skipped) with the reason when
+ *                         rdma-core lists no RDMA device.
+ *                         RSHARE_TEST_DEVICE=<name> picks the device.
+ *
+ * The stand-in modes need RSHARE_LIBIBVERBS / RSHARE_LIBMLX5 pointing at the
+ * stand-in (ctest sets them). Children of the cross-process cases re-run
+ * this program as "child-share <fd>" or "child-var63 <fd>".
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hw_check.h"
+#include "hw_suite.h"
+
+int hw_pass, hw_fail;
+
+int hw_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+static void setup_standin(struct hw_target *t)
+{
+	const char *lib = getenv("RSHARE_LIBIBVERBS");
+
+	if (!lib || !strstr(lib, "standin")) {
+		fprintf(stderr, "hw_suite %s: RSHARE_LIBIBVERBS must point at the "
+			"stand-in libibverbs.so.1 (run it through ctest)\n", t->mode);
+		exit(2);
+	}
+	t->standin = true;
+	strcpy(t->name, STANDIN_MLX5);
+	t->guid = STANDIN_MLX5_GUID;
+	strcpy(t->other, STANDIN_OTHER);
+	t->vars = true;
+	t->var_sharing = strcmp(t->mode, "standin") == 0;
+}
+
+/* Find out what the real device can do, and say what will not be run. */
+static void probe_real_vars(struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *dev;
+	rshare_var *var;
+	size_t len;
+	int s;
+
+	REQUIRE_OK(rshare_device_open(t->name, &dev));
+	s = rshare_var_alloc(dev, 0, &var);
+	if (s == RSHARE_OK) {
+		t->vars = true;
+		s = rshare_var_export(var, blob, sizeof(blob), &len);
+		t->var_sharing = s == RSHARE_OK;
+		if (!t->var_sharing)
+			printf("note: VAR sharing cases not run on %s: %s (%s)\n",
+			       t->name, rshare_status_name(s), rshare_last_error());
+		REQUIRE_OK(rshare_var_free(var));
+	} else {
+		printf("note: VAR cases not run on %s: %s (%s)\n", t->name,
+		       rshare_status_name(s), rshare_last_error());
+	}
+	REQUIRE_OK(rshare_device_close(dev));
+}
+
+static void setup_real(struct hw_target *t)
+{
+	const char *want = getenv("RSHARE_TEST_DEVICE");
+	char name[RSHARE_NAME_MAX];
+	size_t n;
+
+	REQUIRE_OK(rshare_devices_count(&n));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t guid;
+		int prov;
+
+		REQUIRE_OK(rshare_devices_get(i, name, sizeof(name), &guid, &prov));
+		if (prov != RSHARE_PROVIDER_HW)
+			continue;
+		if (!t->name[0] && (!want || strcmp(want, name) == 0)) {
+			strcpy(t->name, name);
+			t->guid = guid;
+		} else if (t->name[0] && !t->other[0] && guid != t->guid) {
+			strcpy(t->other, name);
+		}
+	}
+	if (!t->name[0]) {
+		printf("SKIP: %s\n", want ? "RSHARE_TEST_DEVICE names no RDMA device "
+		       "listed by rdma-core" : "rdma-core lists no RDMA device on this "
+		       "host (no RDMA NIC, no kernel RDMA stack, or no rdma-core)");
+		exit(77);
+	}
+	printf("real device: %s (GUID 0x%016llx)\n", t->name, (unsigned long long)t->guid);
+	if (!t->other[0])
+		printf("note: GUID mismatch case not run: a single RDMA device\n");
+	probe_real_vars(t);
+}
+
+int main(int argc, char **argv)
+{
+	struct hw_target t = { .mode = argc > 1 ? argv[1] : "", .self = argv[0] };
+	int fds;
+
+	if (argc == 3 && strcmp(argv[1], "child-share") == 0)
+		return child_share(atoi(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "child-var63") == 0)
+		return child_var63(atoi(argv[2]));
+	if (argc != 2) {
+		fprintf(stderr, "usage: hw_suite standin|standin-44|real\n");
+		return 2;
+	}
+	if (strcmp(t.mode, "standin") == 0 || strcmp(t.mode, "standin-44") == 0)
+		setup_standin(&t);
+	else if (strcmp(t.mode, "real") == 0)
+		setup_real(&t);
+	else {
+		fprintf(stderr, "hw_suite: unknown mode \"%s\"\n", t.mode);
+		return 2;
+	}
+
+	fds = hw_count_fds();
+	case_listing(&t);
+	case_open_default(&t);
+	case_pd_local(&t);
+	case_pd_freed_elsewhere(&t);
+	if (t.other[0])
+		case_guid_mismatch(&t);
+	case_not_a_context(&t);
+	if (t.standin) {
+		case_import_adopted_then_failed(&t);
+		case_pd_limit(&t);
+		case_var_not_mlx5(&t);
+		case_var_limit(&t);
+	}
+	if (t.var_sharing)
+		case_var_local(&t);
+	else if (t.vars)
+		case_var_without_export(&t);
+	case_xproc(&t);
+	CHECK(hw_count_fds() == fds); /* nothing leaked over the whole run */
+
+	printf("hw_suite %s on %s: %d passed, %d failed\n", t.mode, t.name,
+	       hw_pass, hw_fail);
+	return hw_fail ? 1 : 0;
+}

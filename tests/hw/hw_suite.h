@@ -1,0 +1,59 @@
+/* The hardware suite: what it runs against, and its cases. */
+#ifndef RSHARE_HW_SUITE_H
+#define RSHARE_HW_SUITE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rshare/rshare.h"
+
+/* The stand-in's devices (tests/hw/standin/sk_verbs.c). */
+#define STANDIN_MLX5 "mlx5_sim0"
+#define STANDIN_MLX5_GUID 0x0002c90300a1b2c0ULL
+#define STANDIN_OTHER "rxe_sim1"
+#define STANDIN_OTHER_GUID 0x0002c90300a1b2c1ULL
+#define STANDIN_MAX_OBJS 64     /* objects per context table */
+#define STANDIN_VAR_PAGES 16    /* VAR pages per context table */
+#define STANDIN_VAR_PAGE_ID0 0x100u
+#define STANDIN_VAR_RECORD 24   /* mlx5dv_var_export() record size */
+
+struct hw_target {
+	const char *mode;            /* "standin", "standin-44" or "real" */
+	const char *self;            /* this program, for fork + exec */
+	bool standin;                /* stand-in names, limits and hooks apply */
+	char name[RSHARE_NAME_MAX];  /* the device under test */
+	uint64_t guid;
+	bool vars;                   /* VARs can be allocated on it */
+	bool var_sharing;            /* ... and exported/imported */
+	char other[RSHARE_NAME_MAX]; /* a hw device with another GUID, or "" */
+};
+
+/* hw_cases.c: devices and PDs */
+void case_listing(const struct hw_target *t);
+void case_open_default(const struct hw_target *t);
+void case_not_a_context(const struct hw_target *t);
+void case_import_adopted_then_failed(const struct hw_target *t);
+void case_pd_local(const struct hw_target *t);
+void case_pd_freed_elsewhere(const struct hw_target *t);
+void case_guid_mismatch(const struct hw_target *t);
+void case_pd_limit(const struct hw_target *t);
+
+/* hw_var_cases.c */
+void case_var_local(const struct hw_target *t);
+void case_var_not_mlx5(const struct hw_target *t);
+void case_var_limit(const struct hw_target *t);
+void case_var_without_export(const struct hw_target *t);
+
+/* hw_xproc.c: sharing with another process (fork + exec + channel) */
+void case_xproc(const struct hw_target *t);
+int child_share(int sock);
+int child_var63(int sock);
+/* Start `self mode <sock>` with the child's end of a socketpair; extra_env
+ * ("NAME=value" or NULL) is added to its environment. Returns the pid and
+ * the parent's end in *sock. */
+int spawn_child(const struct hw_target *t, const char *mode,
+		const char *extra_env, int *sock);
+/* Wait for pid; true if it exited 0. */
+bool reap_child(int pid);
+
+#endif

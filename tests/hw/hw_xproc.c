@@ -1,0 +1,181 @@
+/*
+ * Sharing with another process: the parent sends its device fd and the
+ * blobs over an rshare channel to a child (fork + exec of this program),
+ * which imports them, uses them and destroys the PD for both.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hw_check.h"
+#include "hw_suite.h"
+
+#define CHILD_SLOT 256 /* where the child writes in the VAR page */
+
+int spawn_child(const struct hw_target *t, const char *mode, const char *extra_env,
+		int *sock)
+{
+	char fdstr[16];
+	int sv[2], pid;
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		/* Only the child's end crosses exec. */
+		fcntl(sv[1], F_SETFD, 0);
+		if (extra_env)
+			putenv((char *)extra_env);
+		snprintf(fdstr, sizeof(fdstr), "%d", sv[1]);
+		execl(t->self, t->self, mode, fdstr, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	*sock = sv[0];
+	return pid;
+}
+
+bool reap_child(int pid)
+{
+	int st = 0;
+
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child %d ended with status 0x%x\n", pid, st);
+		return false;
+	}
+	return true;
+}
+
+static void to_text(const unsigned char *blob, size_t len, char *text)
+{
+	size_t tlen;
+
+	REQUIRE_OK(rshare_blob_to_text(blob, len, text, RSHARE_TEXT_MAX, &tlen));
+}
+
+void case_xproc(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX] = "-";
+	char payload[1024], reply[64] = "";
+	rshare_device *a = NULL;
+	rshare_pd *pd, *late = NULL;
+	rshare_var *var = NULL;
+	char *page = NULL;
+	uint32_t h = 0;
+	size_t len = 0;
+	int sock, pid, n;
+
+	REQUIRE_OK(rshare_device_open(t->name, &a));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_handle(pd, &h));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	to_text(blob, len, pd_text);
+	if (t->var_sharing) {
+		size_t vlen = 0;
+		unsigned char vblob[RSHARE_BLOB_MAX];
+
+		REQUIRE_OK(rshare_var_alloc(a, 0, &var));
+		REQUIRE_OK(rshare_var_export(var, vblob, sizeof(vblob), &vlen));
+		to_text(vblob, vlen, var_text);
+		if (t->standin) {
+			REQUIRE_OK(rshare_var_map(var, (void **)&page));
+			snprintf(page, CHILD_SLOT, "parent %d", (int)getpid());
+		}
+	}
+	/* "<pd handle> <may write VAR page> <pd blob> <var blob or ->" */
+	n = snprintf(payload, sizeof(payload), "%u %d %s %s", h, page != NULL,
+		     pd_text, var_text);
+
+	pid = spawn_child(t, "child-share", NULL, &sock);
+	CHECK_OK(rshare_channel_send(sock, a, payload, (size_t)n + 1));
+	n = (int)read(sock, reply, sizeof(reply) - 1);
+	close(sock);
+	CHECK(reap_child(pid));
+	CHECK(n > 0 && strncmp(reply, "done", 4) == 0);
+
+	/* The child wrote its pid into the shared page... */
+	if (page) {
+		char want[64];
+		snprintf(want, sizeof(want), "child %d", pid);
+		CHECK(strcmp(page + CHILD_SLOT, want) == 0);
+	}
+	/* ...and destroyed the PD for this process too. */
+	CHECK_ST(rshare_pd_import(a, blob, len, &late), RSHARE_E_NOT_FOUND);
+	CHECK_ST(rshare_pd_free(pd), RSHARE_E_NOT_FOUND);
+	CHECK_OK(rshare_pd_unimport(pd));
+	if (var)
+		CHECK_OK(rshare_var_free(var));
+	CHECK_OK(rshare_device_close(a));
+}
+
+int child_share(int sock)
+{
+	char payload[1024], pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX];
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *dev = NULL;
+	rshare_pd *pd = NULL;
+	unsigned int h = 0;
+	uint32_t got = ~0u;
+	size_t len = 0;
+	int writes = 0, prov = 0;
+
+	REQUIRE_OK(rshare_channel_recv(sock, &dev, payload, sizeof(payload), &len));
+	REQUIRE(len > 0 && payload[len - 1] == '\0');
+	REQUIRE(sscanf(payload, "%u %d %179s %179s", &h, &writes, pd_text, var_text) == 4);
+	CHECK_OK(rshare_device_provider(dev, &prov));
+	CHECK(prov == RSHARE_PROVIDER_HW);
+
+	REQUIRE_OK(rshare_blob_from_text(pd_text, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_pd_import(dev, blob, len, &pd));
+	CHECK_OK(rshare_pd_handle(pd, &got));
+	CHECK(got == h);
+
+	if (strcmp(var_text, "-") != 0) {
+		rshare_var *var = NULL;
+		char *page = NULL;
+
+		REQUIRE_OK(rshare_blob_from_text(var_text, blob, sizeof(blob), &len));
+		CHECK_OK(rshare_var_import(dev, blob, len, &var));
+		CHECK_OK(rshare_var_map(var, (void **)&page));
+		if (writes && page) {
+			char want[64];
+			snprintf(want, sizeof(want), "parent %d", (int)getppid());
+			CHECK(strcmp(page, want) == 0);
+			snprintf(page + CHILD_SLOT, 64, "child %d", (int)getpid());
+		}
+		CHECK_OK(rshare_var_unimport(var));
+	}
+	CHECK_OK(rshare_pd_free(pd)); /* for every process */
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(write(sock, "done\n", 5) == 5);
+	printf("child %d: %d passed, %d failed\n", (int)getpid(), hw_pass, hw_fail);
+	return hw_fail ? 1 : 0;
+}
+
+int child_var63(int sock)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char text[RSHARE_TEXT_MAX + 1];
+	rshare_device *dev = NULL;
+	rshare_var *var = NULL;
+	size_t len = 0, tlen = 0;
+
+	REQUIRE_OK(rshare_channel_recv(sock, &dev, NULL, 0, &len));
+	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
+	REQUIRE_OK(rshare_var_export(var, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_blob_to_text(blob, len, text, RSHARE_TEXT_MAX, &tlen));
+	text[tlen] = '\n';
+	CHECK(write(sock, text, tlen + 1) == (ssize_t)(tlen + 1));
+	/* Released locally: the VAR lives on in the parent's table. */
+	CHECK_OK(rshare_var_unimport(var));
+	CHECK_OK(rshare_device_close(dev));
+	return hw_fail ? 1 : 0;
+}

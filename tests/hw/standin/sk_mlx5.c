@@ -1,0 +1,150 @@
+/*
+ * Stand-in libmlx5.so.1: mlx5dv_is_supported and the VAR calls, with
+ * rdma-core's signatures and symbol versions. Built twice:
+ *   standin/      as rdma-core 63+: with the MLX5_1.27 VAR export API
+ *   standin-44/   with -DSK_RDMA_CORE_44: without it, as Debian 12's v44
+ *
+ * VAR export/import follow mlx5dv_var_export(3): the record is the
+ * provider's private attributes (kernel handle, page, length, offset), sized
+ * by mlx5dv_get_export_sizes(); import rebuilds the VAR from it without
+ * asking the kernel, and unimport releases only local memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/mlx5dv.h>
+
+#include "sk_kernel.h"
+
+#if !defined(SK_RDMA_CORE_44) && !defined(SK_HEADERS_HAVE_VAR_EXPORT)
+/* rdma-core 63's declarations, absent from older system headers. */
+struct mlx5dv_export_sizes {
+	uint32_t var_attrs_size;
+	uint32_t devx_umem_attrs_size;
+	uint32_t devx_obj_attrs_size;
+};
+int mlx5dv_var_export(struct mlx5dv_var *dv_var, void *data);
+struct mlx5dv_var *mlx5dv_var_import(struct ibv_context *context, void *data);
+void mlx5dv_var_unimport(struct mlx5dv_var *dv_var);
+void _mlx5dv_get_export_sizes(struct mlx5dv_export_sizes *sizes, size_t sizes_len);
+#endif
+
+#define SK_VAR_FLAG_TLP 1u /* MLX5DV_VAR_ALLOC_FLAG_TLP */
+
+struct sk_var {
+	struct mlx5dv_var dv; /* first: callers get &dv */
+	struct ibv_context *ctx;
+	uint32_t handle;
+};
+
+bool mlx5dv_is_supported(struct ibv_device *device)
+{
+	return sk_device_known(device) && ((struct sk_device *)device)->mlx5;
+}
+
+static struct mlx5dv_var *new_var(struct ibv_context *ctx, uint32_t handle,
+				  uint32_t page_id, uint32_t length, off_t mmap_off)
+{
+	struct sk_var *v = calloc(1, sizeof(*v));
+
+	if (!v) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	v->ctx = ctx;
+	v->handle = handle;
+	v->dv.page_id = page_id;
+	v->dv.length = length;
+	v->dv.mmap_off = mmap_off;
+	return &v->dv;
+}
+
+struct mlx5dv_var *mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
+{
+	struct mlx5dv_var *dv;
+	uint32_t handle, page;
+	int err;
+
+	if (!mlx5dv_is_supported(context->device)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (flags & ~SK_VAR_FLAG_TLP) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = sk_obj_create(context, SK_VAR, &handle, &page);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	/* Page p of the ufile's VAR area is mapped at offset (1 + p) pages. */
+	dv = new_var(context, handle, SK_VAR_PAGE_ID0 + page, SK_PAGE,
+		     (off_t)SK_PAGE * (1 + page));
+	if (!dv)
+		sk_obj_destroy(context, SK_VAR, handle);
+	return dv;
+}
+
+void mlx5dv_free_var(struct mlx5dv_var *dv_var)
+{
+	struct sk_var *v = (struct sk_var *)dv_var;
+
+	/* Destroys the kernel object; rdma-core reports no failure here. */
+	sk_obj_destroy(v->ctx, SK_VAR, v->handle);
+	free(v);
+}
+
+#ifndef SK_RDMA_CORE_44
+
+/* The export record: this stand-in provider's private layout. */
+struct sk_var_record {
+	uint32_t handle;
+	uint32_t page_id;
+	uint32_t length;
+	uint32_t reserved;
+	uint64_t mmap_off;
+};
+
+void _mlx5dv_get_export_sizes(struct mlx5dv_export_sizes *sizes, size_t sizes_len)
+{
+	/* No DEVX objects in the stand-in: their sizes stay 0. */
+	struct mlx5dv_export_sizes all = { .var_attrs_size = sizeof(struct sk_var_record) };
+
+	memcpy(sizes, &all, sizes_len < sizeof(all) ? sizes_len : sizeof(all));
+}
+
+int mlx5dv_var_export(struct mlx5dv_var *dv_var, void *data)
+{
+	struct sk_var *v = (struct sk_var *)dv_var;
+	struct sk_var_record rec = {
+		.handle = v->handle,
+		.page_id = dv_var->page_id,
+		.length = dv_var->length,
+		.mmap_off = (uint64_t)dv_var->mmap_off,
+	};
+
+	memcpy(data, &rec, sizeof(rec));
+	return 0;
+}
+
+struct mlx5dv_var *mlx5dv_var_import(struct ibv_context *context, void *data)
+{
+	struct sk_var_record rec;
+
+	if (!mlx5dv_is_supported(context->device)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	memcpy(&rec, data, sizeof(rec));
+	return new_var(context, rec.handle, rec.page_id, rec.length,
+		       (off_t)rec.mmap_off);
+}
+
+void mlx5dv_var_unimport(struct mlx5dv_var *dv_var)
+{
+	free(dv_var); /* local only; dv is the first member */
+}
+
+#endif /* !SK_RDMA_CORE_44 */
