@@ -23,6 +23,9 @@ import time
 
 import rshare
 
+if not hasattr(rshare, "__version__"):  # tools/rshare/ (C sources) seen as a namespace
+    sys.exit("the rshare Python package was not found: set PYTHONPATH=<build>/python")
+
 CDEF = """
 typedef struct rshare_device rshare_device;
 typedef struct rshare_pd rshare_pd;

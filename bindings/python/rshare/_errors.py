@@ -41,6 +41,12 @@ class Error(Exception):
             self.name = _c.status_name(code)
         self.errno = errno
 
+    def __reduce__(self):
+        # Explicit, so the OSError subclasses keep errno (a slot, not in
+        # __dict__) when a Pool worker's exception is sent to the parent.
+        message = self.args[0] if self.args else ""
+        return type(self), (message, self.code, self.errno)
+
 
 class InvalidArgument(Error):
     """RSHARE_E_INVAL: a NULL/None handle, a bad flag or a malformed argument."""
