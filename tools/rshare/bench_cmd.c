@@ -1,2 +1,465 @@
+/*
+ * rshare bench: per-operation latency of the ABI against its floor.
+ *
+ * Each ABI call is timed beside its floor, measured in the same run: the
+ * same provider operations called directly through the provider table
+ * (linked from the internal library), plus for export/import the blob
+ * encoding/validation any checked blob needs. The difference is what the
+ * ABI layer itself costs: handle lookup, pinning, registration, copy-out.
+ * Sharing is timed as a full round trip to another process against a raw
+ * SCM_RIGHTS round trip carrying the same payload.
+ *
+ * Single calls are timed with the monotonic clock; the clock's own cost,
+ * measured first, is subtracted from every sample.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "blob.h"
 #include "cli.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return 1; }
+#include "provider.h"
+
+#define PD_BATCH 400
+#define PD_ROUNDS 25
+#define VAR_BATCH 48
+#define VAR_ROUNDS 120
+#define SHARE_ROUNDS 400
+
+struct series {
+	uint64_t *v;
+	size_t n;
+};
+
+static uint64_t clock_cost;
+
+static void add(struct series *s, uint64_t t0, uint64_t t1)
+{
+	uint64_t d = t1 - t0;
+	s->v[s->n++] = d > clock_cost ? d - clock_cost : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(struct series *s, double p)
+{
+	size_t i;
+
+	qsort(s->v, s->n, sizeof(uint64_t), cmp_u64);
+	i = (size_t)(p * (double)(s->n - 1));
+	return (double)s->v[i];
+}
+
+static struct series mk(size_t n)
+{
+	struct series s = { calloc(n, sizeof(uint64_t)), 0 };
+	if (!s.v)
+		exit(1);
+	return s;
+}
+
+static void report(const char *what, struct series *abi, struct series *floor, const char *unit)
+{
+	double scale = strcmp(unit, "us") ? 1.0 : 1000.0;
+	double am = pct(abi, 0.5), a99 = pct(abi, 0.99);
+	double fm = pct(floor, 0.5), f99 = pct(floor, 0.99);
+
+	printf("%-26s %9.1f %9.1f   %9.1f %9.1f   %6.2fx\n", what, am / scale, a99 / scale,
+	       fm / scale, f99 / scale, fm > 0 ? am / fm : 0.0);
+	free(abi->v);
+	free(floor->v);
+}
+
+static void calibrate(void)
+{
+	struct series s = mk(100000);
+	for (int i = 0; i < 100000; i++) {
+		uint64_t t0 = cli_now_ns();
+		add(&s, t0, cli_now_ns());
+	}
+	clock_cost = (uint64_t)pct(&s, 0.5);
+	free(s.v);
+}
+
+/* The provider whose device the ABI opened, and a context of its own. */
+static int open_floor(rshare_device *dev, struct rs_ctx *ctx)
+{
+	char name[RSHARE_NAME_MAX];
+	size_t len;
+	int provider;
+
+	rshare_device_name(dev, name, sizeof(name), &len);
+	rshare_device_provider(dev, &provider);
+	ctx->ops = provider == RSHARE_PROVIDER_SIM ? &rs_sim_provider : &rs_hw_provider;
+	return ctx->ops->open(name, ctx);
+}
+
+static int bench_pd(rshare_device *dev, struct rs_ctx *ctx)
+{
+	enum { N = PD_BATCH * PD_ROUNDS };
+	struct series a[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
+	struct series f[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
+	static const char *names[5] = { "pd alloc", "pd export", "pd import", "pd unimport",
+					"pd free" };
+	static rshare_pd *pds[PD_BATCH], *imps[PD_BATCH];
+	static struct rs_pd_info infos[PD_BATCH], iinfos[PD_BATCH];
+	static uint8_t blobs[PD_BATCH][RSHARE_BLOB_MAX];
+	static size_t lens[PD_BATCH];
+	uint64_t t;
+	int s;
+
+	for (int r = 0; r < PD_ROUNDS; r++) {
+		/* Through the ABI. */
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			s = rshare_pd_alloc(dev, &pds[i]);
+			add(&a[0], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: pd alloc", s);
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			rshare_pd_export(pds[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]);
+			add(&a[1], t, cli_now_ns());
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			s = rshare_pd_import(dev, blobs[i], lens[i], &imps[i]);
+			add(&a[2], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: pd import", s);
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			rshare_pd_unimport(imps[i]);
+			add(&a[3], t, cli_now_ns());
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			rshare_pd_free(pds[i]);
+			add(&a[4], t, cli_now_ns());
+		}
+		/* The floor: provider calls, blob encoding and validation. */
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			s = ctx->ops->pd_alloc(ctx, &infos[i]);
+			add(&f[0], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: floor pd alloc", s);
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			struct rs_blob b;
+			t = cli_now_ns();
+			rs_blob_init(&b, RSHARE_KIND_PD, ctx);
+			b.handle = infos[i].handle;
+			b.serial = infos[i].serial;
+			lens[i] = rs_blob_encode(&b, blobs[i]);
+			add(&f[1], t, cli_now_ns());
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			struct rs_blob b;
+			t = cli_now_ns();
+			s = rs_blob_decode(blobs[i], lens[i], &b);
+			if (!s)
+				s = rs_blob_check_target(&b, RSHARE_KIND_PD, ctx);
+			iinfos[i].handle = b.handle;
+			iinfos[i].serial = b.serial;
+			if (!s)
+				s = ctx->ops->pd_import(ctx, &iinfos[i]);
+			add(&f[2], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: floor pd import", s);
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			ctx->ops->pd_unimport(ctx, &iinfos[i]);
+			add(&f[3], t, cli_now_ns());
+		}
+		for (int i = 0; i < PD_BATCH; i++) {
+			t = cli_now_ns();
+			ctx->ops->pd_dealloc(ctx, &infos[i]);
+			add(&f[4], t, cli_now_ns());
+		}
+	}
+	for (int k = 0; k < 5; k++)
+		report(names[k], &a[k], &f[k], "ns");
+	return 0;
+}
+
+static int bench_var(rshare_device *dev, struct rs_ctx *ctx)
+{
+	enum { N = VAR_BATCH * VAR_ROUNDS };
+	struct series a[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
+	struct series f[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
+	static const char *names[5] = { "var alloc", "var export", "var import",
+					"var unimport", "var free" };
+	static rshare_var *vars[VAR_BATCH], *imps[VAR_BATCH];
+	static struct rs_var_info infos[VAR_BATCH], iinfos[VAR_BATCH];
+	static uint8_t blobs[VAR_BATCH][RSHARE_BLOB_MAX];
+	static size_t lens[VAR_BATCH];
+	uint64_t t;
+	int s;
+
+	for (int r = 0; r < VAR_ROUNDS; r++) {
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			s = rshare_var_alloc(dev, 0, &vars[i]);
+			add(&a[0], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: var alloc", s);
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			s = rshare_var_export(vars[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]);
+			add(&a[1], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: var export", s);
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			s = rshare_var_import(dev, blobs[i], lens[i], &imps[i]);
+			add(&a[2], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: var import", s);
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			rshare_var_unimport(imps[i]);
+			add(&a[3], t, cli_now_ns());
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			rshare_var_free(vars[i]);
+			add(&a[4], t, cli_now_ns());
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			s = ctx->ops->var_alloc(ctx, 0, &infos[i]);
+			add(&f[0], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: floor var alloc", s);
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			struct rs_var_info info = infos[i];
+			struct rs_blob b;
+			t = cli_now_ns();
+			s = ctx->ops->var_export(ctx, &info);
+			rs_blob_init(&b, RSHARE_KIND_VAR, ctx);
+			b.handle = info.handle;
+			b.serial = info.serial;
+			b.page_id = info.page_id;
+			b.length = info.length;
+			b.mmap_off = info.mmap_off;
+			b.priv_len = info.priv_len;
+			memcpy(b.priv, info.priv, info.priv_len);
+			lens[i] = rs_blob_encode(&b, blobs[i]);
+			add(&f[1], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: floor var export", s);
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			struct rs_blob b;
+			t = cli_now_ns();
+			s = rs_blob_decode(blobs[i], lens[i], &b);
+			if (!s)
+				s = rs_blob_check_target(&b, RSHARE_KIND_VAR, ctx);
+			memset(&iinfos[i], 0, sizeof(iinfos[i]));
+			iinfos[i].handle = b.handle;
+			iinfos[i].serial = b.serial;
+			iinfos[i].page_id = b.page_id;
+			iinfos[i].length = b.length;
+			iinfos[i].mmap_off = b.mmap_off;
+			iinfos[i].priv_len = b.priv_len;
+			memcpy(iinfos[i].priv, b.priv, b.priv_len);
+			if (!s)
+				s = ctx->ops->var_import(ctx, &iinfos[i]);
+			add(&f[2], t, cli_now_ns());
+			if (s)
+				return cli_fail("bench: floor var import", s);
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			ctx->ops->var_unimport(ctx, &iinfos[i]);
+			add(&f[3], t, cli_now_ns());
+		}
+		for (int i = 0; i < VAR_BATCH; i++) {
+			t = cli_now_ns();
+			ctx->ops->var_free(ctx, &infos[i]);
+			add(&f[4], t, cli_now_ns());
+		}
+	}
+	for (int k = 0; k < 5; k++)
+		report(names[k], &a[k], &f[k], "ns");
+	return 0;
+}
+
+/* The peer of the sharing benchmark. mode 0: raw SCM_RIGHTS receive and
+ * close; mode 1: rshare_channel_recv; mode 2: that plus importing (and
+ * unimporting) every PD blob of the payload. Acks each message. */
+static void share_peer(int sock, int mode, size_t cap)
+{
+	uint8_t *buf = malloc(cap);
+	char ctl[CMSG_SPACE(sizeof(int))];
+
+	for (;;) {
+		size_t len = 0;
+		if (mode == 0) {
+			struct iovec iov = { buf, cap };
+			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+					    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+			ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+			int fd;
+			if (r <= 0)
+				break;
+			if (cm) {
+				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+				close(fd);
+			}
+		} else {
+			rshare_device *dev;
+			if (rshare_channel_recv(sock, &dev, buf, cap, &len))
+				break;
+			for (size_t off = 0; mode == 2 && off < len;) {
+				size_t blen = buf[off + 8] | (size_t)buf[off + 9] << 8;
+				rshare_pd *pd;
+				if (rshare_pd_import(dev, buf + off, blen, &pd) == RSHARE_OK)
+					rshare_pd_unimport(pd);
+				off += blen;
+			}
+			rshare_device_close(dev);
+		}
+		if (send(sock, "k", 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+	free(buf);
+	_exit(0);
+}
+
+static double share_once(rshare_device *dev, int mode, const uint8_t *payload, size_t len,
+			 double *p99)
+{
+	struct series s = mk(SHARE_ROUNDS);
+	int sv[2], fd;
+	pid_t pid;
+	char ack;
+	double med;
+
+	rshare_device_fd(dev, &fd);
+	socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		share_peer(sv[1], mode, len + 64);
+	}
+	close(sv[1]);
+	for (int i = 0; i < SHARE_ROUNDS + 20; i++) {
+		uint64_t t0 = cli_now_ns();
+		if (mode == 0) {
+			char ctl[CMSG_SPACE(sizeof(int))];
+			struct iovec iov = { (void *)payload, len };
+			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+					    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+			sendmsg(sv[0], &m, 0);
+		} else {
+			rshare_channel_send(sv[0], dev, payload, len);
+		}
+		if (recv(sv[0], &ack, 1, 0) != 1)
+			break;
+		if (i >= 20) /* after a warm-up */
+			add(&s, t0, cli_now_ns());
+	}
+	close(sv[0]);
+	waitpid(pid, NULL, 0);
+	med = pct(&s, 0.5);
+	*p99 = pct(&s, 0.99);
+	free(s.v);
+	return med;
+}
+
+static int bench_share(rshare_device *dev)
+{
+	static uint8_t payload[RSHARE_PAYLOAD_MAX];
+	static rshare_pd *pds[1000];
+	size_t blen = 0, counts[2] = { 1, 1000 };
+
+	for (int i = 0; i < 1000; i++) {
+		int s = rshare_pd_alloc(dev, &pds[i]);
+		if (s)
+			return cli_fail("bench: share set-up", s);
+	}
+	for (int k = 0; k < 2; k++) {
+		size_t len = 0;
+		double raw, raw99, ch, ch99, imp, imp99;
+		char what[64];
+
+		for (size_t i = 0; i < counts[k]; i++) {
+			rshare_pd_export(pds[i], payload + len, RSHARE_BLOB_MAX, &blen);
+			len += blen;
+		}
+		raw = share_once(dev, 0, payload, len, &raw99);
+		ch = share_once(dev, 1, payload, len, &ch99);
+		imp = share_once(dev, 2, payload, len, &imp99);
+		snprintf(what, sizeof(what), "share %zu blob%s (send+recv)", counts[k],
+			 counts[k] > 1 ? "s" : "");
+		printf("%-26s %9.2f %9.2f   %9.2f %9.2f   %6.2fx\n", what, ch / 1000,
+		       ch99 / 1000, raw / 1000, raw99 / 1000, ch / raw);
+		snprintf(what, sizeof(what), "  + import each blob");
+		printf("%-26s %9.2f %9.2f   %9.2f %9.2f   %6.2fx\n", what, imp / 1000,
+		       imp99 / 1000, raw / 1000, raw99 / 1000, imp / raw);
+	}
+	for (int i = 0; i < 1000; i++)
+		rshare_pd_free(pds[i]);
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	const char *device = NULL;
+	rshare_device *dev;
+	struct rs_ctx ctx = { .fd = -1 };
+	int s;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+			device = argv[++i];
+		} else {
+			fprintf(stderr, "usage: rshare bench [--device NAME]\n");
+			return 2;
+		}
+	}
+	if ((s = rshare_device_open(device, &dev)))
+		return cli_fail("opening the device", s);
+	if ((s = open_floor(dev, &ctx)))
+		return cli_fail("opening the floor's own context", s);
+	calibrate();
+	printf("rshare %s bench on %s (clock cost %" PRIu64 " ns subtracted)\n\n",
+	       rshare_version(), ctx.name, clock_cost);
+	printf("%-26s %9s %9s   %9s %9s   %7s\n", "operation (ns)", "median", "p99",
+	       "floor", "floor p99", "ratio");
+	if (bench_pd(dev, &ctx) || bench_var(dev, &ctx))
+		return 1;
+	printf("\n%-26s %9s %9s   %9s %9s   %7s\n", "round trip (us)", "median", "p99",
+	       "raw fd", "raw p99", "ratio");
+	if (bench_share(dev))
+		return 1;
+	printf("\nfloor: the provider's own calls (plus blob encode/validate for export and\n"
+	       "import); raw fd: sendmsg(SCM_RIGHTS) + recvmsg + close with the same payload.\n");
+	ctx.ops->close(&ctx);
+	if ((s = rshare_device_close(dev)))
+		return cli_fail("closing the device", s);
+	return 0;
+}
