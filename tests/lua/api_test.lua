@@ -312,8 +312,10 @@ function cases.gc_any_order()
     T.eq(m:read(0, 6), "order" .. order, "map kept alive")
     dev, pd, var, m = nil, nil, nil, nil
     T.full_gc()
-    -- Everything is released now: a new import of fd would still work
-    -- (peer holds the table), and peer closes cleanly.
+    -- Everything is released now, the device too: its fd is closed, so it
+    -- cannot be imported any more (nothing else opened an fd meanwhile).
+    local gone, msg = rshare.from_fd(fd)
+    T.eq(gone, nil, "the collected device's fd still imports: " .. tostring(msg))
     T.eq(peer:close(), true, "close peer")
   end
 end
