@@ -217,21 +217,46 @@ void case_not_a_context(const struct hw_target *t)
 	fclose(tmp);
 }
 
-void case_import_adopted_then_failed(const struct hw_target *t)
+/* Import fd with STANDIN_FAIL_IMPORT=how: IO, and neither a leak nor a
+ * second close of a descriptor that rdma-core already closed. */
+static void import_fails_after_adoption(int fd, const char *how)
 {
-	rshare_device *a = open_dev(t->name), *b = NULL;
-	int fd = dev_fd(a), before = hw_count_fds();
+	rshare_device *b = NULL;
+	int before = hw_count_fds(), squat = -1;
+	char link[64], path[64] = "";
 
-	/* The stand-in's provider adopts the fd and then fails, closing it,
-	 * as rdma-core does: neither a leak nor a second close may follow. */
-	setenv("STANDIN_FAIL_IMPORT", "1", 1);
+	unsetenv("STANDIN_SQUATTER_FD");
+	setenv("STANDIN_FAIL_IMPORT", how, 1);
 	CHECK_ST(rshare_device_import(fd, &b), RSHARE_E_IO);
 	unsetenv("STANDIN_FAIL_IMPORT");
 	CHECK(rshare_last_errno() == EIO);
 	CHECK_MSG("ibv_import_device");
 	CHECK(b == NULL);
-	CHECK(hw_count_fds() == before);
 	CHECK(fcntl(fd, F_GETFD) >= 0);
+	if (strcmp(how, "squat") == 0) {
+		/* The descriptor that took the closed number is not ours to close. */
+		REQUIRE(getenv("STANDIN_SQUATTER_FD"));
+		squat = atoi(getenv("STANDIN_SQUATTER_FD"));
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", squat);
+		CHECK(readlink(link, path, sizeof(path) - 1) > 0 &&
+		      strcmp(path, "/dev/null") == 0);
+		CHECK(hw_count_fds() == before + 1);
+		close(squat);
+	}
+	CHECK(hw_count_fds() == before);
+}
+
+void case_import_adopted_then_failed(const struct hw_target *t)
+{
+	rshare_device *a = NULL, *b = NULL;
+	int fd, before;
+
+	REQUIRE_OK(rshare_device_open(t->name, &a));
+	fd = dev_fd(a);
+	before = hw_count_fds();
+	import_fails_after_adoption(fd, "close");
+	import_fails_after_adoption(fd, "squat");
+	/* The context's own fd survived all that and still imports. */
 	CHECK_OK(rshare_device_import(fd, &b));
 	CHECK_OK(rshare_device_close(b));
 	CHECK(hw_count_fds() == before);

@@ -5,12 +5,15 @@
  *   mlx5_sim0  an mlx5 device (VARs through the stand-in libmlx5)
  *   rxe_sim1   a device of another provider (no VARs)
  *
- * Test hook: STANDIN_FAIL_IMPORT=1 in the environment makes
+ * Test hook: STANDIN_FAIL_IMPORT in the environment makes
  * ibv_import_device() fail after its provider adopted the fd, which then
- * closes it, as rdma-core does when a provider's import step fails.
+ * closes it, as rdma-core does when a provider's import step fails (see
+ * fail_adopted() for the value "squat").
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,6 +125,28 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	return new_context((struct sk_device *)device, fd, uf);
 }
 
+/* The STANDIN_FAIL_IMPORT hook: the provider step failed after adopting
+ * cmd_fd, so it is closed. With the value "squat" another descriptor (of
+ * /dev/null) then takes the same number, as another thread's open() could;
+ * its number is left in STANDIN_SQUATTER_FD for the test, which must find
+ * it still open: closing "the fd" again after the failure would close it. */
+static void fail_adopted(int cmd_fd)
+{
+	char num[16];
+	int s;
+
+	close(cmd_fd);
+	if (strcmp(getenv("STANDIN_FAIL_IMPORT"), "squat") != 0)
+		return;
+	s = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (s >= 0 && s != cmd_fd) {
+		dup3(s, cmd_fd, O_CLOEXEC);
+		close(s);
+	}
+	snprintf(num, sizeof(num), "%d", cmd_fd);
+	setenv("STANDIN_SQUATTER_FD", num, 1);
+}
+
 struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	uint32_t index;
@@ -138,7 +163,7 @@ struct ibv_context *ibv_import_device(int cmd_fd)
 	}
 	/* From here on the context owns cmd_fd, failure or not. */
 	if (getenv("STANDIN_FAIL_IMPORT")) {
-		close(cmd_fd);
+		fail_adopted(cmd_fd);
 		errno = EIO;
 		return NULL;
 	}
