@@ -1,0 +1,387 @@
+/*
+ * The misuse sweep: every function of the manifest, called through ffi_call
+ * with each handle NULL, stale, of the wrong kind or garbage, each required
+ * pointer NULL, and each (buf, cap, len) buffer NULL or one byte too small,
+ * expecting the statuses the header documents for all functions:
+ *   NULL handle or pointer -> RSHARE_E_INVAL, stale/garbage -> RSHARE_E_STALE,
+ *   small buffer -> RSHARE_E_NOSPACE with *len = the size needed.
+ * Which parameter is what comes from its manifest type; a recipe per
+ * function supplies one set of valid arguments and the parameters the header
+ * documents as NULL-able. A function without a recipe fails the harness, so
+ * a new function cannot slip past it.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "ffi_bind.h"
+#include "harness.h"
+
+#define SENTINEL ((size_t)0xdead)
+#define QUEUED "queued message"
+
+struct fixture {
+	void *dev, *pd, *var;
+	void *stale_dev, *stale_pd, *stale_var;
+	unsigned char pd_blob[256], var_blob[256];
+	size_t pd_len, var_len;
+	char pd_text[256];
+	int fd;    /* dev's command fd */
+	int sv[2]; /* a channel with QUEUED waiting in sv[1] */
+	/* Output cells of the valid arguments. */
+	char buf[512];
+	size_t z;
+	int i;
+	uint32_t u32, u32b;
+	uint64_t u64;
+	void *p;
+};
+
+#define SET(a, ...) memcpy((a), (ffi_val[]){ __VA_ARGS__ }, sizeof((ffi_val[]){ __VA_ARGS__ }))
+#define BUF(f) VP((f)->buf), VZ(sizeof((f)->buf))
+
+static void a_version(struct fixture *f, ffi_val *a) { (void)f; (void)a; }
+static void a_status(struct fixture *f, ffi_val *a) { SET(a, VI(INT_MIN)); }
+static void a_devices_count(struct fixture *f, ffi_val *a) { SET(a, VP(&f->z)); }
+static void a_devices_get(struct fixture *f, ffi_val *a)
+{
+	SET(a, VZ(0), BUF(f), VP(&f->u64), VP(&f->i));
+}
+static void a_device_open(struct fixture *f, ffi_val *a) { SET(a, VP("sim0"), VP(&f->p)); }
+static void a_device_import(struct fixture *f, ffi_val *a) { SET(a, VI(f->fd), VP(&f->p)); }
+static void a_dev_int(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VP(&f->i)); }
+static void a_dev_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), BUF(f), VP(&f->z)); }
+static void a_dev_u64(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VP(&f->u64)); }
+static void a_dev(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev)); }
+static void a_dev_out(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VP(&f->p)); }
+static void a_pd(struct fixture *f, ffi_val *a) { SET(a, VP(f->pd)); }
+static void a_pd_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->pd), BUF(f), VP(&f->z)); }
+static void a_pd_u32(struct fixture *f, ffi_val *a) { SET(a, VP(f->pd), VP(&f->u32)); }
+static void a_pd_import(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->dev), VP(f->pd_blob), VZ(f->pd_len), VP(&f->p));
+}
+static void a_var_alloc(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VU32(0), VP(&f->p)); }
+static void a_var(struct fixture *f, ffi_val *a) { SET(a, VP(f->var)); }
+static void a_var_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->var), BUF(f), VP(&f->z)); }
+static void a_var_import(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->dev), VP(f->var_blob), VZ(f->var_len), VP(&f->p));
+}
+static void a_var_attrs(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->var), VP(&f->u32), VP(&f->u32b), VP(&f->u64));
+}
+static void a_var_map(struct fixture *f, ffi_val *a) { SET(a, VP(f->var), VP(&f->p)); }
+static void a_blob_kind(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd_blob), VZ(f->pd_len), VP(&f->i));
+}
+static void a_blob_buf(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd_blob), VZ(f->pd_len), BUF(f), VP(&f->z));
+}
+static void a_from_text(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd_text), BUF(f), VP(&f->z));
+}
+static void a_send(struct fixture *f, ffi_val *a)
+{
+	SET(a, VI(f->sv[0]), VP(f->dev), VP("x"), VZ(1));
+}
+static void a_recv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VI(f->sv[1]), VP(&f->p), BUF(f), VP(&f->z));
+}
+
+struct recipe {
+	const char *name;
+	const char *nullable; /* parameters the header documents as NULL-able */
+	void (*args)(struct fixture *f, ffi_val *a);
+};
+
+static const struct recipe recipes[] = {
+	{ "rshare_version", "", a_version },
+	{ "rshare_status_name", "", a_status },
+	{ "rshare_strerror", "", a_status },
+	{ "rshare_last_error", "", a_version },
+	{ "rshare_last_errno", "", a_version },
+	{ "rshare_devices_count", "", a_devices_count },
+	{ "rshare_devices_get", "guid provider", a_devices_get },
+	{ "rshare_device_open", "name", a_device_open },
+	{ "rshare_device_import", "", a_device_import },
+	{ "rshare_device_fd", "", a_dev_int },
+	{ "rshare_device_name", "", a_dev_buf },
+	{ "rshare_device_guid", "", a_dev_u64 },
+	{ "rshare_device_provider", "", a_dev_int },
+	{ "rshare_device_close", "", a_dev },
+	{ "rshare_pd_alloc", "", a_dev_out },
+	{ "rshare_pd_export", "", a_pd_buf },
+	{ "rshare_pd_import", "", a_pd_import },
+	{ "rshare_pd_unimport", "", a_pd },
+	{ "rshare_pd_free", "", a_pd },
+	{ "rshare_pd_handle", "", a_pd_u32 },
+	{ "rshare_var_alloc", "", a_var_alloc },
+	{ "rshare_var_export", "", a_var_buf },
+	{ "rshare_var_import", "", a_var_import },
+	{ "rshare_var_unimport", "", a_var },
+	{ "rshare_var_free", "", a_var },
+	{ "rshare_var_attrs", "page_id length mmap_off", a_var_attrs },
+	{ "rshare_var_map", "", a_var_map },
+	{ "rshare_var_unmap", "", a_var },
+	{ "rshare_blob_kind", "", a_blob_kind },
+	{ "rshare_blob_describe", "", a_blob_buf },
+	{ "rshare_blob_to_text", "", a_blob_buf },
+	{ "rshare_blob_from_text", "", a_from_text },
+	{ "rshare_channel_send", "", a_send },
+	{ "rshare_channel_recv", "", a_recv },
+};
+
+static const struct recipe *recipe_for(const char *name)
+{
+	for (size_t i = 0; i < sizeof(recipes) / sizeof(recipes[0]); i++)
+		if (strcmp(recipes[i].name, name) == 0)
+			return &recipes[i];
+	return NULL;
+}
+
+static int listed(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* 0/1/2 for a device/PD/VAR handle parameter, -1 for anything else. */
+static int handle_kind(const char *type)
+{
+	static const char *const kinds[] = { "rshare_device *", "rshare_pd *", "rshare_var *" };
+
+	if (strncmp(type, "const ", 6) == 0)
+		type += 6;
+	for (int k = 0; k < 3; k++)
+		if (strcmp(type, kinds[k]) == 0)
+			return k;
+	return -1;
+}
+
+/* A (buf, cap[, len]) output: a writable void or char pointer before "cap". */
+static int is_buffer(const struct abi_fn *fn, int k)
+{
+	return (strcmp(fn->params[k].type, "void *") == 0 ||
+		strcmp(fn->params[k].type, "char *") == 0) &&
+	       k + 1 < fn->nparams && strcmp(fn->params[k + 1].name, "cap") == 0;
+}
+
+static int creates_object(const struct abi_fn *fn)
+{
+	for (int k = 0; k < fn->nparams; k++)
+		if (strstr(fn->params[k].type, "**") && strncmp(fn->params[k].type, "void", 4))
+			return 1;
+	return 0;
+}
+
+static int call(const struct abi_fn *fn, const ffi_val *a)
+{
+	return call_int(fn->name, a, fn->nparams);
+}
+
+static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
+			 const struct recipe *r, int k, int kind)
+{
+	void *stale[3] = { f->stale_dev, f->stale_pd, f->stale_var };
+	void *other[3] = { f->pd, f->var, f->dev }; /* live, of another kind */
+	int local = 0;
+	void *garbage[] = { (void *)1, (void *)(uintptr_t)0xdeadbeef0, (void *)(uintptr_t)-1,
+			    &local, other[kind] };
+	ffi_val a[8];
+
+	r->args(f, a);
+	a[k] = VP(NULL);
+	EXPECT(call(fn, a), ST(E_INVAL), "%s(%s NULL)", fn->name, fn->params[k].name);
+	a[k] = VP(stale[kind]);
+	EXPECT(call(fn, a), ST(E_STALE), "%s(%s stale)", fn->name, fn->params[k].name);
+	for (size_t g = 0; g < sizeof(garbage) / sizeof(garbage[0]); g++) {
+		a[k] = VP(garbage[g]);
+		EXPECT(call(fn, a), ST(E_STALE), "%s(%s = %p, %s)", fn->name, fn->params[k].name,
+		       garbage[g], g == 4 ? "a live handle of another kind" : "garbage");
+	}
+}
+
+static void sweep_buffer(struct fixture *f, const struct abi_fn *fn,
+			 const struct recipe *r, int k)
+{
+	int has_len = k + 2 < fn->nparams && strcmp(fn->params[k + 2].type, "size_t *") == 0;
+	int is_str = strcmp(fn->params[k].type, "char *") == 0;
+	const char *bn = fn->params[k].name;
+	size_t need;
+	ffi_val a[8];
+
+	if (!has_len) {
+		/* devices_get: no length out; a NULL name with cap 0 means the
+		 * name is not wanted, NULL with cap > 0 is a caller bug. */
+		r->args(f, a);
+		a[k + 1] = VZ(1);
+		EXPECT(call(fn, a), ST(E_NOSPACE), "%s(%s of 1 byte)", fn->name, bn);
+		r->args(f, a);
+		a[k] = VP(NULL);
+		EXPECT(call(fn, a), ST(E_INVAL), "%s(%s NULL, cap > 0)", fn->name, bn);
+		a[k + 1] = VZ(0);
+		EXPECT(call(fn, a), ST(OK), "%s(%s NULL, cap 0)", fn->name, bn);
+		return;
+	}
+	r->args(f, a);
+	a[k] = VP(NULL);
+	a[k + 1] = VZ(0);
+	f->z = SENTINEL;
+	EXPECT(call(fn, a), ST(E_NOSPACE), "%s(%s NULL, cap 0)", fn->name, bn);
+	need = f->z;
+	if (!EXPECT_TRUE(need != SENTINEL && need > 0 && need < sizeof(f->buf),
+			 "%s(%s NULL): *len = %zu, want the size needed", fn->name, bn, need))
+		return;
+	/* One byte short: strings need room for the NUL that *len excludes. */
+	r->args(f, a);
+	a[k + 1] = VZ(is_str ? need : need - 1);
+	f->z = SENTINEL;
+	EXPECT(call(fn, a), ST(E_NOSPACE), "%s(%s one byte short)", fn->name, bn);
+	EXPECT_TRUE(f->z == need, "%s(%s short): *len = %zu, want %zu", fn->name, bn, f->z, need);
+	r->args(f, a);
+	a[k] = VP(NULL);
+	f->z = SENTINEL;
+	EXPECT(call(fn, a), ST(E_NOSPACE), "%s(%s NULL, cap > 0)", fn->name, bn);
+	EXPECT_TRUE(f->z == need, "%s(%s NULL): *len = %zu, want %zu", fn->name, bn, f->z, need);
+	if (creates_object(fn))
+		return; /* the exact fit would consume the message; done at the end */
+	r->args(f, a);
+	a[k + 1] = VZ(is_str ? need + 1 : need);
+	f->z = SENTINEL;
+	EXPECT(call(fn, a), ST(OK), "%s(%s exact fit)", fn->name, bn);
+	EXPECT_TRUE(f->z == need, "%s(exact fit): *len = %zu, want %zu", fn->name, f->z, need);
+	EXPECT_TRUE(!is_str || f->buf[need] == '\0', "%s: not NUL-terminated", fn->name);
+}
+
+static void sweep_fn(struct fixture *f, const struct abi_fn *fn, const struct recipe *r)
+{
+	ffi_val a[8];
+	int pointers = 0;
+
+	for (int k = 0; k < fn->nparams; k++) {
+		const struct abi_param *p = &fn->params[k];
+		int kind = handle_kind(p->type);
+
+		if (p->ffi != ABI_POINTER)
+			continue;
+		pointers++;
+		if (kind >= 0) {
+			sweep_handle(f, fn, r, k, kind);
+		} else if (is_buffer(fn, k)) {
+			sweep_buffer(f, fn, r, k);
+		} else if (!listed(r->nullable, p->name)) {
+			r->args(f, a);
+			a[k] = VP(NULL);
+			EXPECT(call(fn, a), ST(E_INVAL), "%s(%s NULL)", fn->name, p->name);
+		}
+	}
+	if (pointers)
+		return;
+	/* No pointer to misuse (version, status names, last error): these
+	 * never fail; pointers they return are static strings. */
+	r->args(f, a);
+	if (fn->ret == ABI_POINTER) {
+		const char *s = call_ptr(fn->name, a, fn->nparams);
+
+		EXPECT_TRUE(s != NULL, "%s returned NULL", fn->name);
+	} else {
+		call(fn, a);
+	}
+}
+
+static void make_stale(struct fixture *f)
+{
+	void *d = NULL;
+
+	EXPECT(CALLI("rshare_device_open", VP("sim0"), VP(&d)), ST(OK), "open");
+	EXPECT(CALLI("rshare_pd_alloc", VP(d), VP(&f->stale_pd)), ST(OK), "pd_alloc");
+	EXPECT(CALLI("rshare_pd_free", VP(f->stale_pd)), ST(OK), "pd_free");
+	EXPECT(CALLI("rshare_var_alloc", VP(d), VU32(0), VP(&f->stale_var)), ST(OK), "var_alloc");
+	EXPECT(CALLI("rshare_var_free", VP(f->stale_var)), ST(OK), "var_free");
+	EXPECT(CALLI("rshare_device_close", VP(d)), ST(OK), "close");
+	f->stale_dev = d;
+}
+
+static int setup(struct fixture *f)
+{
+	struct timeval tv = { .tv_sec = 5 };
+
+	make_stale(f);
+	EXPECT(CALLI("rshare_device_open", VP("sim0"), VP(&f->dev)), ST(OK), "open sim0");
+	EXPECT(CALLI("rshare_device_fd", VP(f->dev), VP(&f->fd)), ST(OK), "device_fd");
+	EXPECT(CALLI("rshare_pd_alloc", VP(f->dev), VP(&f->pd)), ST(OK), "pd_alloc");
+	EXPECT(CALLI("rshare_var_alloc", VP(f->dev), VU32(0), VP(&f->var)), ST(OK), "var_alloc");
+	EXPECT(CALLI("rshare_pd_export", VP(f->pd), VP(f->pd_blob), VZ(sizeof(f->pd_blob)),
+		     VP(&f->pd_len)), ST(OK), "pd_export");
+	EXPECT(CALLI("rshare_var_export", VP(f->var), VP(f->var_blob), VZ(sizeof(f->var_blob)),
+		     VP(&f->var_len)), ST(OK), "var_export");
+	EXPECT(CALLI("rshare_blob_to_text", VP(f->pd_blob), VZ(f->pd_len), VP(f->pd_text),
+		     VZ(sizeof(f->pd_text)), VP(&f->z)), ST(OK), "blob_to_text");
+	/* A receive that wrongly blocks times out (E_IO) instead of hanging. */
+	if (!EXPECT_TRUE(socketpair(AF_UNIX, SOCK_STREAM, 0, f->sv) == 0 &&
+			 setsockopt(f->sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0,
+			 "socketpair"))
+		return -1;
+	EXPECT(CALLI("rshare_channel_send", VI(f->sv[0]), VP(f->dev), VP(QUEUED),
+		     VZ(sizeof(QUEUED))), ST(OK), "channel_send");
+	return ffi_failures ? -1 : 0;
+}
+
+/* The sweep must have changed nothing: the queued message is intact and
+ * alone, and the live objects are still there to be freed. */
+static void teardown(struct fixture *f)
+{
+	void *dev2 = NULL;
+	char c;
+
+	f->z = 0;
+	EXPECT(CALLI("rshare_channel_recv", VI(f->sv[1]), VP(&dev2), VP(f->buf), VZ(sizeof(f->buf)),
+		     VP(&f->z)), ST(OK), "channel_recv of the queued message");
+	EXPECT_TRUE(f->z == sizeof(QUEUED) && memcmp(f->buf, QUEUED, sizeof(QUEUED)) == 0,
+		    "queued message altered by the sweep");
+	EXPECT(CALLI("rshare_device_close", VP(dev2)), ST(OK), "close the received device");
+	EXPECT_TRUE(recv(f->sv[1], &c, 1, MSG_DONTWAIT) < 0,
+		    "a failed channel_send sent something");
+	close(f->sv[0]);
+	close(f->sv[1]);
+	EXPECT(CALLI("rshare_pd_free", VP(f->pd)), ST(OK), "pd_free after the sweep");
+	EXPECT(CALLI("rshare_var_free", VP(f->var)), ST(OK), "var_free after the sweep");
+	EXPECT(CALLI("rshare_device_close", VP(f->dev)), ST(OK), "close after the sweep");
+}
+
+void run_sweep(void)
+{
+	struct fixture f = { .fd = -1 };
+
+	for (size_t i = 0; i < sizeof(recipes) / sizeof(recipes[0]); i++) {
+		int found = 0;
+
+		for (size_t j = 0; j < abi_fn_count(); j++)
+			found |= strcmp(abi_fn_at(j)->name, recipes[i].name) == 0;
+		EXPECT_TRUE(found, "recipe for %s, which the manifest does not have",
+			    recipes[i].name);
+	}
+	if (setup(&f))
+		return;
+	for (size_t j = 0; j < abi_fn_count(); j++) {
+		const struct abi_fn *fn = abi_fn_at(j);
+		const struct recipe *r = recipe_for(fn->name);
+
+		if (EXPECT_TRUE(r != NULL, "%s has no recipe in tests/ffi/sweep.c", fn->name))
+			sweep_fn(&f, fn, r);
+	}
+	teardown(&f);
+}
