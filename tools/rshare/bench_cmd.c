@@ -358,7 +358,7 @@ static double share_once(rshare_device *dev, int mode, const uint8_t *payload, s
 	pid = fork();
 	if (pid == 0) {
 		close(sv[0]);
-		share_peer(sv[1], mode, len + 64);
+		share_peer(sv[1], mode, RSHARE_PAYLOAD_MAX); /* no sizing peek */
 	}
 	close(sv[1]);
 	for (int i = 0; i < SHARE_ROUNDS + 20; i++) {

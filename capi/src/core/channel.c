@@ -5,11 +5,13 @@
  * Header (little-endian): magic "RSHC", u16 version (1), u16 flags (0),
  * u32 payload length, u32 reserved (0).
  *
- * The receiver peeks at the header first, without a control buffer, so the
- * kernel installs no fd: a too-small buffer is reported before anything is
- * consumed, and a retry finds the same message and fd.
+ * A receiver whose buffer may be too small peeks at the header first,
+ * without a control buffer, so the kernel installs no fd: the shortfall is
+ * reported before anything is consumed, and a retry finds the same message
+ * and fd. A receiver with a RSHARE_PAYLOAD_MAX buffer reads in one call.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -110,6 +112,26 @@ static int recv_fail(int status, int err, int sock, const char *what)
 	return rs_fail(status, err, "%s on socket %d", what, sock);
 }
 
+/* Check a received header; RSHARE_OK with the payload length. */
+static int parse_header(const uint8_t *h, int sock, uint32_t *len)
+{
+	if (memcmp(h, CH_MAGIC, 4) != 0 || rs_get16(h + 4) != CH_VERSION ||
+	    rs_get16(h + 6) != 0)
+		return recv_fail(RSHARE_E_PROTOCOL, 0, sock,
+				 "not an rshare channel message (bad magic or version)");
+	*len = rs_get32(h + 8);
+	if (*len > RSHARE_PAYLOAD_MAX)
+		return rs_fail(RSHARE_E_PROTOCOL, 0,
+			       "message announces a %u-byte payload, limit is %d", *len,
+			       RSHARE_PAYLOAD_MAX);
+	return RSHARE_OK;
+}
+
+static int io_status(int err)
+{
+	return err == ENOTSOCK || err == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO;
+}
+
 /* Read the message's header without consuming it or installing fds. */
 static int peek_header(int sock, uint32_t *len)
 {
@@ -122,24 +144,13 @@ static int peek_header(int sock, uint32_t *len)
 		r = recvmsg(sock, &msg, MSG_PEEK | MSG_WAITALL);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
-		return recv_fail(errno == ENOTSOCK || errno == EBADF ? RSHARE_E_INVAL
-								     : RSHARE_E_IO,
-				 errno, sock, "recvmsg failed");
+		return recv_fail(io_status(errno), errno, sock, "recvmsg failed");
 	if (r == 0)
 		return recv_fail(RSHARE_E_IO, 0, sock, "peer closed the channel");
 	if (r < CH_HDR)
 		return recv_fail(RSHARE_E_PROTOCOL, 0, sock,
 				 "short message (no complete rshare header)");
-	if (memcmp(h, CH_MAGIC, 4) != 0 || rs_get16(h + 4) != CH_VERSION ||
-	    rs_get16(h + 6) != 0)
-		return recv_fail(RSHARE_E_PROTOCOL, 0, sock,
-				 "not an rshare channel message (bad magic or version)");
-	*len = rs_get32(h + 8);
-	if (*len > RSHARE_PAYLOAD_MAX)
-		return rs_fail(RSHARE_E_PROTOCOL, 0,
-			       "message announces a %u-byte payload, limit is %d", *len,
-			       RSHARE_PAYLOAD_MAX);
-	return RSHARE_OK;
+	return parse_header(h, sock, len);
 }
 
 /* Collect the SCM_RIGHTS fds of msg into fds; returns how many. */
@@ -158,6 +169,22 @@ static int take_fds(struct msghdr *msg, int *fds)
 	return n;
 }
 
+/* Read exactly n more bytes into p (the tail of a message). */
+static int recv_exact(int sock, uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = recv(sock, p, n, MSG_WAITALL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return recv_fail(RSHARE_E_IO, r < 0 ? errno : 0, sock,
+					 "message cut short");
+		p += r;
+		n -= (size_t)r;
+	}
+	return RSHARE_OK;
+}
+
 int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap,
 			size_t *len)
 {
@@ -171,50 +198,60 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 			      .msg_controllen = sizeof(ctl.buf) };
 	int fds[CH_MAX_FDS], nfds, status;
 	uint32_t plen = 0;
-	size_t got;
+	size_t got, want;
+	bool sized;
 	ssize_t r;
 
 	if (sock < 0 || !dev || !len)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s",
 				  sock < 0 ? "socket is negative"
 					   : !dev ? "dev is NULL" : "len is NULL"));
-	status = peek_header(sock, &plen);
-	if (status)
-		RS_RETURN(status);
-	if (plen && (!payload || cap < plen)) {
-		*len = plen;
-		RS_RETURN(rs_fail(RSHARE_E_NOSPACE, 0,
-				  "payload buffer of %zu bytes too small, %u needed "
-				  "(the message stays queued)", payload ? cap : 0, plen));
+	/* A buffer that holds any payload needs no sizing: read the message
+	 * in one call. Otherwise peek at its size first, so that a too-small
+	 * buffer is reported before anything is consumed. */
+	sized = !payload || cap < RSHARE_PAYLOAD_MAX;
+	if (sized) {
+		status = peek_header(sock, &plen);
+		if (status)
+			RS_RETURN(status);
+		if (plen && (!payload || cap < plen)) {
+			*len = plen;
+			RS_RETURN(rs_fail(RSHARE_E_NOSPACE, 0,
+					  "payload buffer of %zu bytes too small, %u needed "
+					  "(the message stays queued)",
+					  payload ? cap : 0, plen));
+		}
 	}
+	want = sized ? plen : RSHARE_PAYLOAD_MAX;
 	iov[0] = (struct iovec){ hdr, CH_HDR };
-	iov[1] = (struct iovec){ payload, plen };
-	msg.msg_iovlen = plen ? 2 : 1;
+	iov[1] = (struct iovec){ payload, want };
+	msg.msg_iovlen = want ? 2 : 1;
+	/* Without a known size, MSG_WAITALL would wait for a full buffer. */
 	do
-		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (sized ? MSG_WAITALL : 0));
 	while (r < 0 && errno == EINTR);
 	if (r <= 0)
-		RS_RETURN(recv_fail(RSHARE_E_IO, r < 0 ? errno : 0, sock,
-				    r < 0 ? "recvmsg failed" : "peer closed the channel"));
+		RS_RETURN(recv_fail(r < 0 ? io_status(errno) : RSHARE_E_IO, r < 0 ? errno : 0,
+				    sock, r < 0 ? "recvmsg failed" : "peer closed the channel"));
 	nfds = take_fds(&msg, fds);
-	if ((size_t)r < CH_HDR) { /* cannot happen after a full peek; be safe */
-		status = recv_fail(RSHARE_E_PROTOCOL, 0, sock, "header cut short");
+	got = (size_t)r;
+	/* A stream may hand over the header in pieces; the fds came with the
+	 * first one. */
+	status = got < CH_HDR ? recv_exact(sock, hdr + got, CH_HDR - got) : RSHARE_OK;
+	if (!status)
+		status = parse_header(hdr, sock, &plen);
+	if (status)
+		goto close_fds;
+	got = got < CH_HDR ? CH_HDR : got;
+	if (got > CH_HDR + plen || (msg.msg_flags & MSG_TRUNC)) {
+		status = rs_fail(RSHARE_E_PROTOCOL, 0,
+				 "message is longer than the %u bytes its header announces",
+				 plen);
 		goto close_fds;
 	}
-	/* The kernel hands over the fds with the first chunk; the rest of a
-	 * large payload may arrive separately. */
-	for (got = (size_t)r; got < CH_HDR + plen;) {
-		size_t off = got - CH_HDR;
-		r = recv(sock, (uint8_t *)payload + off, plen - off, MSG_WAITALL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			status = recv_fail(RSHARE_E_IO, r < 0 ? errno : 0, sock,
-					   "message cut short");
-			goto close_fds;
-		}
-		got += (size_t)r;
-	}
+	status = recv_exact(sock, (uint8_t *)payload + (got - CH_HDR), CH_HDR + plen - got);
+	if (status)
+		goto close_fds;
 	if ((msg.msg_flags & MSG_CTRUNC) || nfds != 1) {
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
 				 "message carried %d fd(s)%s, exactly 1 expected", nfds,

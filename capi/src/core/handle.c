@@ -117,8 +117,7 @@ int rs_slot_reserve(struct rs_slot **slot)
 		if (status)
 			return status;
 	}
-	*slot = slot_at(index);
-	memset(&(*slot)->u, 0, sizeof((*slot)->u));
+	*slot = slot_at(index); /* the caller initialises u in full */
 	return RSHARE_OK;
 }
 

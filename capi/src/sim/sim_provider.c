@@ -43,21 +43,16 @@ static uint32_t page_size(void)
 	return (uint32_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Map the table part of fd and fill ctx; fd stays the caller's on failure. */
+/* Fill ctx for the table in fd; fd stays the caller's on failure. The
+ * table itself is mapped on first use (sim_lock). */
 static int attach(int fd, const struct sim_header *hdr, struct rs_ctx *ctx)
 {
 	struct sim_view *v = calloc(1, sizeof(*v));
-	void *map;
 
 	if (!v)
 		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a simulated context");
-	map = mmap(NULL, hdr->var_area_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		int err = errno;
-		free(v);
-		return rs_fail(RSHARE_E_IO, err, "cannot map the simulated object table");
-	}
-	v->t = map;
+	atomic_init(&v->map, NULL);
+	v->fd = fd;
 	v->map_len = hdr->var_area_off;
 	v->page_size = hdr->page_size;
 	v->var_area_off = hdr->var_area_off;
@@ -101,24 +96,25 @@ static int sim_open(const char *name, struct rs_ctx *ctx)
 		status = rs_fail(RSHARE_E_IO, errno, "cannot seal the simulated table");
 	if (!status)
 		status = attach(fd, &t->h, ctx);
-	munmap(t, var_off);
-	if (!status)
+	if (!status) {
+		/* Keep the set-up mapping as the context's table mapping. */
+		atomic_store(&((struct sim_view *)ctx->prov)->map, t);
 		return RSHARE_OK;
+	}
+	munmap(t, var_off);
 fail:
 	close(fd);
 	return status;
 }
 
-/* Cheap recognition: a sealed regular file that starts with our magic. */
+/* Cheap recognition: a sealed memfd that starts with our magic. Only
+ * memfds (and other shmem files) answer F_GET_SEALS, so anything else is
+ * turned away by the first syscall. */
 static bool sim_owns_fd(int fd)
 {
-	struct stat st;
 	uint64_t magic;
-	int seals;
+	int seals = fcntl(fd, F_GET_SEALS);
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return false;
-	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
 		return false;
 	return pread(fd, &magic, sizeof(magic), 0) == sizeof(magic) && magic == SIM_MAGIC;
@@ -130,7 +126,9 @@ static int sim_import(int fd, struct rs_ctx *ctx)
 	uint64_t var_off, size;
 	struct stat st;
 
-	if (!sim_owns_fd(fd))
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
 		return rs_fail(RSHARE_E_NODEV, 0, "fd %d is not a simulated device context", fd);
 	if (fstat(fd, &st) < 0 ||
 	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
@@ -141,7 +139,8 @@ static int sim_import(int fd, struct rs_ctx *ctx)
 	if (hdr.layout != SIM_LAYOUT || hdr.page_size != page_size() ||
 	    hdr.max_objects != SIM_MAX_OBJECTS || hdr.var_pages != SIM_VAR_PAGES ||
 	    hdr.var_area_off != var_off || hdr.file_size != size ||
-	    (uint64_t)st.st_size != size || hdr.guid != SIM_GUID || hdr.table_id == 0)
+	    (uint64_t)st.st_size != size || hdr.guid != SIM_GUID || hdr.table_id == 0 ||
+	    hdr.magic != SIM_MAGIC)
 		return rs_fail(RSHARE_E_NODEV, 0,
 			       "fd %d holds a simulated table of another layout or a damaged one",
 			       fd);
@@ -152,7 +151,7 @@ static void sim_close(struct rs_ctx *ctx)
 {
 	struct sim_view *v = ctx->prov;
 
-	munmap(v->t, v->map_len);
+	sim_view_unmap(v);
 	free(v);
 	close(ctx->fd);
 }

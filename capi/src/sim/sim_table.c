@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "rshare/rshare.h"
@@ -61,17 +62,48 @@ static void sim_repair(struct sim_table *t)
 	}
 }
 
-int sim_lock(struct sim_view *v)
+static int sim_map(struct sim_view *v, struct sim_table **out)
 {
+	struct sim_table *expected = NULL;
+	void *p = mmap(NULL, v->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+
+	if (p == MAP_FAILED)
+		return rs_fail(RSHARE_E_IO, errno, "cannot map the simulated object table");
+	/* Two threads may get here at once: one mapping wins. */
+	if (!atomic_compare_exchange_strong(&v->map, &expected, (struct sim_table *)p)) {
+		munmap(p, v->map_len);
+		p = expected;
+	}
+	*out = p;
+	return RSHARE_OK;
+}
+
+void sim_view_unmap(struct sim_view *v)
+{
+	struct sim_table *t = atomic_exchange(&v->map, NULL);
+
+	if (t)
+		munmap(t, v->map_len);
+}
+
+int sim_lock(struct sim_view *v, struct sim_table **out)
+{
+	struct sim_table *t = atomic_load_explicit(&v->map, memory_order_acquire);
 	struct timespec until;
 	int err;
 
+	if (!t) {
+		int status = sim_map(v, &t);
+		if (status)
+			return status;
+	}
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += SIM_LOCK_TIMEOUT_S;
-	err = pthread_mutex_timedlock(&v->t->lock.mutex, &until);
+	err = pthread_mutex_timedlock(&t->lock.mutex, &until);
+	*out = t;
 	if (err == EOWNERDEAD) {
-		sim_repair(v->t);
-		pthread_mutex_consistent(&v->t->lock.mutex);
+		sim_repair(t);
+		pthread_mutex_consistent(&t->lock.mutex);
 		return RSHARE_OK;
 	}
 	if (err == ETIMEDOUT)
@@ -84,9 +116,9 @@ int sim_lock(struct sim_view *v)
 	return RSHARE_OK;
 }
 
-void sim_unlock(struct sim_view *v)
+void sim_unlock(struct sim_table *t)
 {
-	pthread_mutex_unlock(&v->t->lock.mutex);
+	pthread_mutex_unlock(&t->lock.mutex);
 }
 
 static const char *type_name(uint32_t type)
@@ -97,9 +129,9 @@ static const char *type_name(uint32_t type)
 int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
 		  uint32_t *handle, uint64_t *serial, uint32_t *page_id)
 {
-	struct sim_table *t = v->t;
+	struct sim_table *t;
 	uint32_t i, page = 0;
-	int status = sim_lock(v);
+	int status = sim_lock(v, &t);
 
 	if (status)
 		return status;
@@ -134,7 +166,7 @@ int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
 	*serial = t->objs[i].serial;
 	*page_id = page;
 out:
-	sim_unlock(v);
+	sim_unlock(t);
 	return status;
 }
 
@@ -164,32 +196,34 @@ static int not_found(uint32_t type, uint32_t handle, uint64_t serial)
 int sim_obj_lookup(struct sim_view *v, uint32_t type, uint32_t handle,
 		   uint64_t serial, uint32_t *page_id)
 {
+	struct sim_table *t;
 	struct sim_obj *o;
-	int status = sim_lock(v);
+	int status = sim_lock(v, &t);
 
 	if (status)
 		return status;
-	o = find(v->t, type, handle, serial);
+	o = find(t, type, handle, serial);
 	if (o)
 		*page_id = o->page_id;
-	sim_unlock(v);
+	sim_unlock(t);
 	return o ? RSHARE_OK : not_found(type, handle, serial);
 }
 
 int sim_obj_free(struct sim_view *v, uint32_t type, uint32_t handle, uint64_t serial)
 {
+	struct sim_table *t;
 	struct sim_obj *o;
-	int status = sim_lock(v);
+	int status = sim_lock(v, &t);
 
 	if (status)
 		return status;
-	o = find(v->t, type, handle, serial);
+	o = find(t, type, handle, serial);
 	if (o) {
 		o->type = SIM_FREE; /* unpublish first */
 		atomic_signal_fence(memory_order_release);
 		if (type == SIM_VAR)
-			v->t->page_used[o->page_id] = 0;
+			t->page_used[o->page_id] = 0;
 	}
-	sim_unlock(v);
+	sim_unlock(t);
 	return o ? RSHARE_OK : not_found(type, handle, serial);
 }

@@ -16,6 +16,8 @@
 #define RSHARE_SIM_TABLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SIM_MAGIC 0x3142415453485352ull /* "RSHSTAB1" as little-endian bytes */
@@ -60,9 +62,12 @@ struct sim_table {
 	struct sim_obj objs[SIM_MAX_OBJECTS];
 };
 
-/* A process's validated view of one table. */
+/* A process's validated view of one table. The table is mapped on first
+ * use: a context that is only received and passed on (or closed) never
+ * pays for the mapping. */
 struct sim_view {
-	struct sim_table *t;   /* mapping of the table part of the file */
+	_Atomic(struct sim_table *) map; /* NULL until the first table operation */
+	int fd;
 	size_t map_len;
 	uint32_t page_size;
 	uint64_t var_area_off;
@@ -75,9 +80,12 @@ void sim_layout(uint32_t page_size, uint64_t *var_area_off, uint64_t *file_size)
 /* Initialise a fresh, zeroed table. */
 int sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id);
 
-/* Lock the table, repairing it if the previous holder died. */
-int sim_lock(struct sim_view *v);
-void sim_unlock(struct sim_view *v);
+/* Lock the table (mapping it first if needed), repairing it if the previous
+ * holder died. On success *t is the mapped table. */
+int sim_lock(struct sim_view *v, struct sim_table **t);
+void sim_unlock(struct sim_table *t);
+/* Drop the mapping, if any. */
+void sim_view_unmap(struct sim_view *v);
 
 /* Table operations; each takes the lock itself. Handles are object indices.
  * NOT_FOUND when handle/serial/type do not name a live object. */
