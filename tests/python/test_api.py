@@ -321,3 +321,25 @@ def test_last_error_is_the_message(dev):
         dev.import_pd(b"x")
     assert rshare.last_error() == str(info.value)
     assert str(info.value).startswith("rshare_pd_import")
+
+
+def test_every_public_name_is_documented():
+    missing = []
+    for name in rshare.__all__:
+        obj = getattr(rshare, name)
+        if callable(obj) and not (obj.__doc__ or "").strip():
+            missing.append(name)
+    for cls in (rshare.Device, rshare.PD, rshare.Var):
+        for attr in dir(cls):
+            if not attr.startswith("_") and not (getattr(cls, attr).__doc__ or "").strip():
+                missing.append(f"{cls.__name__}.{attr}")
+    assert not missing
+
+
+def test_type_stub_matches_the_compiled_module():
+    stub_path = os.path.join(os.path.dirname(rshare.__file__), "_rshare.pyi")
+    with open(stub_path) as f:
+        stub = f.read()
+    names = [n for n in dir(C) if not n.startswith("__")]
+    assert [n for n in names if f"def {n}(" not in stub and f"{n}: int" not in stub] == []
+    assert os.path.exists(os.path.join(os.path.dirname(rshare.__file__), "py.typed"))

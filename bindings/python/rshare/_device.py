@@ -58,6 +58,8 @@ class Device:
 
     _h: int
     _open: bool
+    # Bound on the class so the finalizer works during interpreter shutdown.
+    _c_close = staticmethod(_c.device_close)
 
     @classmethod
     def _adopt(cls, handle: int) -> "Device":
@@ -151,7 +153,7 @@ class Device:
         # error here: the OS closes the fd when the process ends.
         if getattr(self, "_open", False):
             try:
-                _c.device_close(self._h)
+                self._c_close(self._h)
                 self._open = False
             except Exception:
                 pass
