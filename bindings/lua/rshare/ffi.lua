@@ -99,10 +99,12 @@ Pd.__index = Pd
 local Var = {}
 Var.__index = Var
 
--- Devices whose finalizer found them still busy. This only happens if a
--- device and its objects die in the same GC cycle and the device goes first;
--- the objects' finalizers then close it. Keyed by address, no Lua object:
--- a finalizer must not reference the object that owns its cdata.
+-- Devices whose finalizer found them still busy. While the program runs an
+-- object's finalizer keeps its device reachable (see child_finalizer), but
+-- when the Lua state closes LuaJIT runs all finalizers in no set order; a
+-- device that goes before its objects is then closed by the last of them.
+-- Keyed by address, no Lua object: a finalizer must not reference the
+-- object that owns its cdata (that would keep the cdata alive forever).
 local pending_close = {}
 local pending_count = 0
 
@@ -134,7 +136,7 @@ function M.open(name)
 end
 
 function M.from_fd(fd)
-  util.check_type(fd, "number", "from_fd", 1)
+  util.check_int(fd, "from_fd", 1)
   local st = C.rshare_device_import(fd, dev_cell)
   if st ~= OK then return fail(st) end
   return new_device(dev_cell[0])
@@ -211,7 +213,7 @@ function Device:import_pd(blob)
 end
 
 function Device:alloc_var(flags)
-  if flags ~= nil then util.check_type(flags, "number", "alloc_var", 1) end
+  if flags ~= nil then util.check_int(flags, "alloc_var", 1, 0) end
   local st = C.rshare_var_alloc(self.h, flags or 0, var_cell)
   if st ~= OK then return fail(st) end
   return new_var(self, var_cell[0])
@@ -415,7 +417,7 @@ function M.from_text(text)
 end
 
 function M.send(fd, dev, payload)
-  util.check_type(fd, "number", "send", 1)
+  util.check_int(fd, "send", 1)
   if getmetatable(dev) ~= Device then error("rshare.send: bad argument #2 (device expected)", 2) end
   payload = payload or ""
   util.check_type(payload, "string", "send", 3)
@@ -426,7 +428,7 @@ end
 
 -- Returns the received device and the payload string.
 function M.recv(fd)
-  util.check_type(fd, "number", "recv", 1)
+  util.check_int(fd, "recv", 1)
   payload_buf = payload_buf or ffi.new("uint8_t[?]", PAYLOAD_MAX)
   local st = C.rshare_channel_recv(fd, dev_cell, payload_buf, PAYLOAD_MAX, size_cell)
   if st ~= OK then return fail(st) end

@@ -83,7 +83,7 @@ function M.open(name)
 end
 
 function M.from_fd(fd)
-  util.check_type(fd, "number", "from_fd", 1)
+  util.check_int(fd, "from_fd", 1)
   local st, h = core.device_import(fd)
   if st ~= OK then return fail(st) end
   return new_device(h)
@@ -150,7 +150,7 @@ function Device:import_pd(blob)
 end
 
 function Device:alloc_var(flags)
-  if flags ~= nil then util.check_type(flags, "number", "alloc_var", 1) end
+  if flags ~= nil then util.check_int(flags, "alloc_var", 1, 0) end
   local st, h = core.var_alloc(self.h, flags or 0)
   if st ~= OK then return fail(st) end
   return new_var(self, h)
@@ -329,7 +329,7 @@ function M.from_text(text)
 end
 
 function M.send(fd, dev, payload)
-  util.check_type(fd, "number", "send", 1)
+  util.check_int(fd, "send", 1)
   if getmetatable(dev) ~= Device then error("rshare.send: bad argument #2 (device expected)", 2) end
   payload = payload or ""
   util.check_type(payload, "string", "send", 3)
@@ -340,7 +340,7 @@ end
 
 -- Returns the received device and the payload string.
 function M.recv(fd)
-  util.check_type(fd, "number", "recv", 1)
+  util.check_int(fd, "recv", 1)
   local st, h, payload = core.channel_recv(fd)
   if st ~= OK then return fail(st) end
   return new_device(h), payload

@@ -16,6 +16,17 @@ function util.check_type(value, want, fname, argn)
   return value
 end
 
+-- A whole number such as an fd (negative ones reach C, which says INVAL),
+-- or, with min, at least min (flags: C takes them unsigned).
+function util.check_int(value, fname, argn, min)
+  util.check_type(value, "number", fname, argn)
+  if value % 1 ~= 0 or (min and value < min) then
+    error(("rshare.%s: bad argument #%d (integer%s expected, got %s)")
+      :format(fname, argn, min and " >= " .. min or "", tostring(value)), 3)
+  end
+  return value
+end
+
 -- Non-negative whole numbers that fit a C int/size_t: Lua 5.4 integers or
 -- integral floats (LuaJIT has only doubles).
 function util.is_count(n)
