@@ -1,6 +1,6 @@
 /*
- * mlx5 VARs through libmlx5 (mlx5dv). Allocation is rdma-core 31+
- * (MLX5_1.12); sharing needs the export API of rdma-core 63+ (MLX5_1.27).
+ * mlx5 VARs through libmlx5 (mlx5dv). Allocation needs MLX5_1.12; sharing
+ * needs the export API of rdma-core 63+ (MLX5_1.27).
  *
  * A hardware VAR blob carries upstream's mlx5dv_var_export() record, byte
  * for byte, in the blob's private bytes: that record is the only form in
@@ -22,7 +22,7 @@ static int need_mlx5(const struct rs_ctx *ctx)
 
 	if (!v->mlx5_ok)
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
-			       "VARs need libmlx5.so.1 from rdma-core 31 or newer (%s)",
+			       "VARs need libmlx5.so.1 with mlx5dv_alloc_var@MLX5_1.12 (%s)",
 			       v->mlx5_why);
 	if (!v->is_supported(rs_hw_ibctx(ctx)->device))
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
