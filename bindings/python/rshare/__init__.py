@@ -46,3 +46,10 @@ __all__ = [
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
     "SystemCallError", "ProtocolError",
 ]
+
+# Show the public classes as rshare.X (tracebacks, reprs, pickles of errors).
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = __name__
+del _name, _obj

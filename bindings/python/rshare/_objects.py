@@ -33,7 +33,7 @@ _PICKLE_HINT = ("{0} objects cannot be pickled: send {1}.export() (plain bytes) 
 class _Shared:
     """What PD and Var have in common: a device, a handle token, a state."""
 
-    __slots__ = ("_dev", "_h", "_imported", "_live")
+    __slots__ = ("_dev", "_h", "_imported", "_live", "__weakref__")
 
     _kind = "object"
     _c_unimport = staticmethod(_c.pd_unimport)  # overridden per kind
