@@ -6,6 +6,7 @@ explicit values on every enum member, FFI-safe types only), so a small parser
 is enough; anything it does not understand is an error, never a guess.
 """
 
+import os
 import re
 import subprocess
 
@@ -159,7 +160,7 @@ def map_versions(nodes):
 
 def _readelf(*args):
     out = subprocess.run(["readelf", "-W", *args], check=True, capture_output=True,
-                         text=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+                         text=True, env=dict(os.environ, LC_ALL="C"))
     return out.stdout
 
 
