@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hw_check.h"
+#include "harness.h"
 #include "hw_suite.h"
 
 static rshare_device *open_dev(const char *name)
@@ -185,14 +185,14 @@ void case_guid_mismatch(const struct hw_target *t)
 static void refuse(int fd, const char *what)
 {
 	rshare_device *dev = NULL;
-	int before = hw_count_fds();
+	int before = count_fds();
 
 	CHECK_ST(rshare_device_import(fd, &dev), RSHARE_E_NODEV);
 	if (dev)
 		fprintf(stderr, "%s was imported\n", what);
 	CHECK(dev == NULL);
 	CHECK_MSG("ibv_import_device");
-	CHECK(hw_count_fds() == before);
+	CHECK(count_fds() == before);
 	CHECK(fcntl(fd, F_GETFD) >= 0);
 }
 
@@ -222,7 +222,7 @@ void case_not_a_context(const struct hw_target *t)
 static void import_fails_after_adoption(int fd, const char *how)
 {
 	rshare_device *b = NULL;
-	int before = hw_count_fds(), squat = -1;
+	int before = count_fds(), squat = -1;
 	char link[64], path[64] = "";
 
 	unsetenv("STANDIN_SQUATTER_FD");
@@ -240,10 +240,10 @@ static void import_fails_after_adoption(int fd, const char *how)
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", squat);
 		CHECK(readlink(link, path, sizeof(path) - 1) > 0 &&
 		      strcmp(path, "/dev/null") == 0);
-		CHECK(hw_count_fds() == before + 1);
+		CHECK(count_fds() == before + 1);
 		close(squat);
 	}
-	CHECK(hw_count_fds() == before);
+	CHECK(count_fds() == before);
 }
 
 void case_import_adopted_then_failed(const struct hw_target *t)
@@ -253,13 +253,13 @@ void case_import_adopted_then_failed(const struct hw_target *t)
 
 	REQUIRE_OK(rshare_device_open(t->name, &a));
 	fd = dev_fd(a);
-	before = hw_count_fds();
+	before = count_fds();
 	import_fails_after_adoption(fd, "close");
 	import_fails_after_adoption(fd, "squat");
 	/* The context's own fd survived all that and still imports. */
 	CHECK_OK(rshare_device_import(fd, &b));
 	CHECK_OK(rshare_device_close(b));
-	CHECK(hw_count_fds() == before);
+	CHECK(count_fds() == before);
 	CHECK_OK(rshare_device_close(a));
 }
 

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hw_check.h"
+#include <stdbool.h>
 
-int hw_pass, hw_fail;
+#include "harness.h"
 
 int main(int argc, char **argv)
 {
@@ -80,6 +80,6 @@ int main(int argc, char **argv)
 	CHECK(st.st_size == 0);
 	close(cap);
 	printf("hw_quiet %s: %zu device(s), %d passed, %d failed\n", argv[1], n,
-	       hw_pass, hw_fail);
-	return hw_fail ? 1 : 0;
+	       t_pass, t_fail);
+	return t_fail ? 1 : 0;
 }

@@ -12,30 +12,12 @@
  * stand-in (ctest sets them). Children of the cross-process cases re-run
  * this program as "child-share <fd>" or "child-var63 <fd>".
  */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "hw_check.h"
+#include "harness.h"
 #include "hw_suite.h"
-
-int hw_pass, hw_fail;
-
-int hw_count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the DIR's own fd */
-}
 
 static void setup_standin(struct hw_target *t)
 {
@@ -135,7 +117,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	fds = hw_count_fds();
+	fds = count_fds();
 	case_listing(&t);
 	case_open_default(&t);
 	case_pd_local(&t);
@@ -154,9 +136,9 @@ int main(int argc, char **argv)
 	else if (t.vars)
 		case_var_without_export(&t);
 	case_xproc(&t);
-	CHECK(hw_count_fds() == fds); /* nothing leaked over the whole run */
+	CHECK(count_fds() == fds); /* nothing leaked over the whole run */
 
 	printf("hw_suite %s on %s: %d passed, %d failed\n", t.mode, t.name,
-	       hw_pass, hw_fail);
-	return hw_fail ? 1 : 0;
+	       t_pass, t_fail);
+	return t_fail ? 1 : 0;
 }

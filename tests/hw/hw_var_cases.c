@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "hw_check.h"
+#include "harness.h"
 #include "hw_suite.h"
 
 void case_var_local(const struct hw_target *t)

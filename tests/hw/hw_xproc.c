@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hw_check.h"
+#include "harness.h"
 #include "hw_suite.h"
 
 #define CHILD_SLOT 256 /* where the child writes in the VAR page */
@@ -156,8 +156,8 @@ int child_share(int sock)
 	CHECK_OK(rshare_pd_free(pd)); /* for every process */
 	CHECK_OK(rshare_device_close(dev));
 	CHECK(write(sock, "done\n", 5) == 5);
-	printf("child %d: %d passed, %d failed\n", (int)getpid(), hw_pass, hw_fail);
-	return hw_fail ? 1 : 0;
+	printf("child %d: %d passed, %d failed\n", (int)getpid(), t_pass, t_fail);
+	return t_fail ? 1 : 0;
 }
 
 int child_var63(int sock)
@@ -177,5 +177,5 @@ int child_var63(int sock)
 	/* Released locally: the VAR lives on in the parent's table. */
 	CHECK_OK(rshare_var_unimport(var));
 	CHECK_OK(rshare_device_close(dev));
-	return hw_fail ? 1 : 0;
+	return t_fail ? 1 : 0;
 }

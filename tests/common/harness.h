@@ -1,19 +1,20 @@
 /*
- * A small test harness: CHECK records a failure and goes on, so one run
- * shows every broken expectation. main() ends with TEST_DONE(), which prints
- * "N passed, N failed" and turns failures into a non-zero exit.
+ * The C tests' harness: CHECK records a failure and goes on, so one run
+ * shows every broken expectation; REQUIRE stops a test that cannot go on.
+ * main() ends with TEST_DONE(), which prints "N passed, N failed" and turns
+ * failures into a non-zero exit. The counters live in harness.c, so a test
+ * may span several files.
  */
 #ifndef RSHARE_TEST_HARNESS_H
 #define RSHARE_TEST_HARNESS_H
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rshare/rshare.h"
 
-static int t_pass, t_fail;
+extern int t_pass, t_fail;
 
 #define CHECK(cond)                                                              \
 	do {                                                                     \
@@ -43,6 +44,28 @@ static int t_pass, t_fail;
 
 #define CHECK_OK(expr) CHECK_ST(expr, RSHARE_OK)
 
+/* The thread's last error mentions text. */
+#define CHECK_MSG(text)                                                          \
+	do {                                                                     \
+		if (strstr(rshare_last_error(), (text))) {                       \
+			t_pass++;                                                \
+		} else {                                                         \
+			t_fail++;                                                \
+			fprintf(stderr, "%s:%d: last error \"%s\" lacks \"%s\"\n", \
+				__FILE__, __LINE__, rshare_last_error(), (text)); \
+		}                                                                \
+	} while (0)
+
+/* A condition a test cannot go on without. */
+#define REQUIRE(cond)                                                            \
+	do {                                                                     \
+		if (!(cond)) {                                                   \
+			fprintf(stderr, "%s:%d: %s: cannot go on\n", __FILE__,   \
+				__LINE__, #cond);                                \
+			exit(1);                                                 \
+		}                                                                \
+	} while (0)
+
 /* A step a test cannot go on without. */
 #define REQUIRE_OK(expr)                                                         \
 	do {                                                                     \
@@ -62,20 +85,7 @@ static int t_pass, t_fail;
 	} while (0)
 
 /* Open fds of this process, to prove that failures leak none. */
-static inline int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the DIR's own fd */
-}
+int count_fds(void);
 
 /* Export helpers that must succeed in a test's set-up. */
 static inline size_t export_pd(rshare_pd *pd, unsigned char *buf)
