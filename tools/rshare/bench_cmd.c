@@ -252,14 +252,7 @@ static int bench_var(rshare_device *dev, struct rs_ctx *ctx)
 			struct rs_blob b;
 			t = cli_now_ns();
 			s = ctx->ops->var_export(ctx, &info);
-			rs_blob_init(&b, RSHARE_KIND_VAR, ctx);
-			b.handle = info.handle;
-			b.serial = info.serial;
-			b.page_id = info.page_id;
-			b.length = info.length;
-			b.mmap_off = info.mmap_off;
-			b.priv_len = info.priv_len;
-			memcpy(b.priv, info.priv, info.priv_len);
+			rs_blob_from_var(&b, ctx, &info);
 			lens[i] = rs_blob_encode(&b, blobs[i]);
 			add(&f[1], t, cli_now_ns());
 			if (s)
@@ -271,14 +264,7 @@ static int bench_var(rshare_device *dev, struct rs_ctx *ctx)
 			s = rs_blob_decode(blobs[i], lens[i], &b);
 			if (!s)
 				s = rs_blob_check_target(&b, RSHARE_KIND_VAR, ctx);
-			memset(&iinfos[i], 0, sizeof(iinfos[i]));
-			iinfos[i].handle = b.handle;
-			iinfos[i].serial = b.serial;
-			iinfos[i].page_id = b.page_id;
-			iinfos[i].length = b.length;
-			iinfos[i].mmap_off = b.mmap_off;
-			iinfos[i].priv_len = b.priv_len;
-			memcpy(iinfos[i].priv, b.priv, b.priv_len);
+			rs_var_from_blob(&iinfos[i], &b);
 			if (!s)
 				s = ctx->ops->var_import(ctx, &iinfos[i]);
 			add(&f[2], t, cli_now_ns());

@@ -173,3 +173,28 @@ void rs_blob_init(struct rs_blob *b, int kind, const struct rs_ctx *ctx)
 	b->guid = ctx->guid;
 	b->table_id = ctx->table_id;
 }
+
+void rs_blob_from_var(struct rs_blob *b, const struct rs_ctx *ctx,
+		      const struct rs_var_info *var)
+{
+	rs_blob_init(b, RSHARE_KIND_VAR, ctx);
+	b->handle = var->handle;
+	b->serial = var->serial;
+	b->page_id = var->page_id;
+	b->length = var->length;
+	b->mmap_off = var->mmap_off;
+	b->priv_len = var->priv_len;
+	memcpy(b->priv, var->priv, var->priv_len);
+}
+
+void rs_var_from_blob(struct rs_var_info *var, const struct rs_blob *b)
+{
+	memset(var, 0, sizeof(*var));
+	var->handle = b->handle;
+	var->serial = b->serial;
+	var->page_id = b->page_id;
+	var->length = b->length;
+	var->mmap_off = b->mmap_off;
+	var->priv_len = b->priv_len;
+	memcpy(var->priv, b->priv, b->priv_len);
+}

@@ -67,4 +67,9 @@ int rs_blob_check_target(const struct rs_blob *b, int kind, const struct rs_ctx 
 
 /* Fill the identity fields every blob of an object on ctx carries. */
 void rs_blob_init(struct rs_blob *b, int kind, const struct rs_ctx *ctx);
+
+/* The blob of a VAR on ctx, and back: the one place VAR fields are mapped. */
+void rs_blob_from_var(struct rs_blob *b, const struct rs_ctx *ctx,
+		      const struct rs_var_info *var);
+void rs_var_from_blob(struct rs_var_info *var, const struct rs_blob *b);
 #endif

@@ -68,16 +68,8 @@ int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 	obj = &slot->u.var;
 	info = obj->info;
 	status = obj->dev->ctx.ops->var_export(&obj->dev->ctx, &info);
-	if (!status) {
-		rs_blob_init(&b, RSHARE_KIND_VAR, &obj->dev->ctx);
-		b.handle = info.handle;
-		b.serial = info.serial;
-		b.page_id = info.page_id;
-		b.length = info.length;
-		b.mmap_off = info.mmap_off;
-		b.priv_len = info.priv_len;
-		memcpy(b.priv, info.priv, info.priv_len);
-	}
+	if (!status)
+		rs_blob_from_var(&b, &obj->dev->ctx, &info);
 	rs_unpin(slot);
 	if (status)
 		RS_RETURN(status);
@@ -86,7 +78,7 @@ int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 
 int rshare_var_import(rshare_device *dev, const void *blob, size_t len, rshare_var **out)
 {
-	struct rs_var_info info = { 0 };
+	struct rs_var_info info;
 	struct rs_slot *ds;
 	struct rs_blob b;
 	int status;
@@ -100,13 +92,7 @@ int rshare_var_import(rshare_device *dev, const void *blob, size_t len, rshare_v
 	if (!status)
 		status = rs_blob_check_target(&b, RSHARE_KIND_VAR, &ds->u.dev->ctx);
 	if (!status) {
-		info.handle = b.handle;
-		info.serial = b.serial;
-		info.page_id = b.page_id;
-		info.length = b.length;
-		info.mmap_off = b.mmap_off;
-		info.priv_len = b.priv_len;
-		memcpy(info.priv, b.priv, b.priv_len);
+		rs_var_from_blob(&info, &b);
 		status = ds->u.dev->ctx.ops->var_import(&ds->u.dev->ctx, &info);
 	}
 	if (!status)
