@@ -9,8 +9,9 @@
  * Sharing is timed as a full round trip to another process against a raw
  * SCM_RIGHTS round trip carrying the same payload.
  *
- * Single calls are timed with the monotonic clock; the clock's own cost,
- * measured first, is subtracted from every sample.
+ * Calls are timed GROUP at a time with the monotonic clock; the clock's own
+ * cost, measured first, is subtracted from every sample, and a sample is the
+ * mean of its group.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +30,9 @@
 #define VAR_BATCH 48
 #define VAR_ROUNDS 120
 #define SHARE_ROUNDS 400
+/* Calls timed per clock reading: a single call of a few tens of ns is too
+ * close to the clock's own cost and granularity to time alone. */
+#define GROUP 8
 
 struct series {
 	uint64_t *v;
@@ -37,11 +41,23 @@ struct series {
 
 static uint64_t clock_cost;
 
-static void add(struct series *s, uint64_t t0, uint64_t t1)
+/* Record one sample: (t1 - t0 - clock cost) / calls. */
+static void add(struct series *s, uint64_t t0, uint64_t t1, unsigned calls)
 {
 	uint64_t d = t1 - t0;
-	s->v[s->n++] = d > clock_cost ? d - clock_cost : 0;
+	s->v[s->n++] = (d > clock_cost ? d - clock_cost : 0) / calls;
 }
+
+/* Run stmt for i in [0, n), timing it GROUP calls at a time into series.
+ * stmt sets `bad` to a status to stop the benchmark. */
+#define TIMED(series, n, stmt)                                                \
+	for (int g_ = 0; g_ < (n) && !bad; g_ += GROUP) {                     \
+		uint64_t t_ = cli_now_ns();                                   \
+		for (int i = g_; i < g_ + GROUP; i++) {                       \
+			stmt;                                                 \
+		}                                                             \
+		add(&(series), t_, cli_now_ns(), GROUP);                      \
+	}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -66,14 +82,17 @@ static struct series mk(size_t n)
 	return s;
 }
 
-static void report(const char *what, struct series *abi, struct series *floor, const char *unit)
+static void report(const char *what, struct series *abi, struct series *floor)
 {
-	double scale = strcmp(unit, "us") ? 1.0 : 1000.0;
 	double am = pct(abi, 0.5), a99 = pct(abi, 0.99);
 	double fm = pct(floor, 0.5), f99 = pct(floor, 0.99);
 
-	printf("%-26s %9.1f %9.1f   %9.1f %9.1f   %6.2fx\n", what, am / scale, a99 / scale,
-	       fm / scale, f99 / scale, fm > 0 ? am / fm : 0.0);
+	printf("%-26s %9.1f %9.1f   %9.1f %9.1f   ", what, am, a99, fm, f99);
+	/* Below a few ns the ratio says nothing: show the difference. */
+	if (fm >= 5)
+		printf("%6.2fx\n", am / fm);
+	else
+		printf("%+5.0f ns\n", am - fm);
 	free(abi->v);
 	free(floor->v);
 }
@@ -83,7 +102,7 @@ static void calibrate(void)
 	struct series s = mk(100000);
 	for (int i = 0; i < 100000; i++) {
 		uint64_t t0 = cli_now_ns();
-		add(&s, t0, cli_now_ns());
+		add(&s, t0, cli_now_ns(), 1);
 	}
 	clock_cost = (uint64_t)pct(&s, 0.5);
 	free(s.v);
@@ -102,188 +121,116 @@ static int open_floor(rshare_device *dev, struct rs_ctx *ctx)
 	return ctx->ops->open(name, ctx);
 }
 
+enum { OP_ALLOC, OP_EXPORT, OP_IMPORT, OP_UNIMPORT, OP_FREE, NOPS };
+
+static void report_all(const char *kind, struct series *a, struct series *f)
+{
+	static const char *ops[NOPS] = { "alloc", "export", "import", "unimport", "free" };
+	char what[32];
+
+	for (int k = 0; k < NOPS; k++) {
+		snprintf(what, sizeof(what), "%s %s", kind, ops[k]);
+		report(what, &a[k], &f[k]);
+	}
+}
+
 static int bench_pd(rshare_device *dev, struct rs_ctx *ctx)
 {
-	enum { N = PD_BATCH * PD_ROUNDS };
-	struct series a[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
-	struct series f[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
-	static const char *names[5] = { "pd alloc", "pd export", "pd import", "pd unimport",
-					"pd free" };
+	enum { N = PD_BATCH * PD_ROUNDS / GROUP };
+	struct series a[NOPS], f[NOPS];
 	static rshare_pd *pds[PD_BATCH], *imps[PD_BATCH];
 	static struct rs_pd_info infos[PD_BATCH], iinfos[PD_BATCH];
 	static uint8_t blobs[PD_BATCH][RSHARE_BLOB_MAX];
 	static size_t lens[PD_BATCH];
-	uint64_t t;
-	int s;
+	int bad = 0;
 
-	for (int r = 0; r < PD_ROUNDS; r++) {
+	for (int k = 0; k < NOPS; k++) {
+		a[k] = mk(N);
+		f[k] = mk(N);
+	}
+	for (int r = 0; r < PD_ROUNDS && !bad; r++) {
 		/* Through the ABI. */
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			s = rshare_pd_alloc(dev, &pds[i]);
-			add(&a[0], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: pd alloc", s);
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			rshare_pd_export(pds[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]);
-			add(&a[1], t, cli_now_ns());
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			s = rshare_pd_import(dev, blobs[i], lens[i], &imps[i]);
-			add(&a[2], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: pd import", s);
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			rshare_pd_unimport(imps[i]);
-			add(&a[3], t, cli_now_ns());
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			rshare_pd_free(pds[i]);
-			add(&a[4], t, cli_now_ns());
-		}
-		/* The floor: provider calls, blob encoding and validation. */
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			s = ctx->ops->pd_alloc(ctx, &infos[i]);
-			add(&f[0], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: floor pd alloc", s);
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
+		TIMED(a[OP_ALLOC], PD_BATCH, bad = rshare_pd_alloc(dev, &pds[i]));
+		TIMED(a[OP_EXPORT], PD_BATCH,
+		      bad = rshare_pd_export(pds[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]));
+		TIMED(a[OP_IMPORT], PD_BATCH,
+		      bad = rshare_pd_import(dev, blobs[i], lens[i], &imps[i]));
+		TIMED(a[OP_UNIMPORT], PD_BATCH, bad = rshare_pd_unimport(imps[i]));
+		TIMED(a[OP_FREE], PD_BATCH, bad = rshare_pd_free(pds[i]));
+		/* The floor: the provider's calls, and the blob work any checked
+		 * blob needs. */
+		TIMED(f[OP_ALLOC], PD_BATCH, bad = ctx->ops->pd_alloc(ctx, &infos[i]));
+		TIMED(f[OP_EXPORT], PD_BATCH, {
 			struct rs_blob b;
-			t = cli_now_ns();
 			rs_blob_init(&b, RSHARE_KIND_PD, ctx);
 			b.handle = infos[i].handle;
 			b.serial = infos[i].serial;
 			lens[i] = rs_blob_encode(&b, blobs[i]);
-			add(&f[1], t, cli_now_ns());
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
+		});
+		TIMED(f[OP_IMPORT], PD_BATCH, {
 			struct rs_blob b;
-			t = cli_now_ns();
-			s = rs_blob_decode(blobs[i], lens[i], &b);
-			if (!s)
-				s = rs_blob_check_target(&b, RSHARE_KIND_PD, ctx);
+			bad = rs_blob_decode(blobs[i], lens[i], &b);
+			if (!bad)
+				bad = rs_blob_check_target(&b, RSHARE_KIND_PD, ctx);
 			iinfos[i].handle = b.handle;
 			iinfos[i].serial = b.serial;
-			if (!s)
-				s = ctx->ops->pd_import(ctx, &iinfos[i]);
-			add(&f[2], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: floor pd import", s);
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			ctx->ops->pd_unimport(ctx, &iinfos[i]);
-			add(&f[3], t, cli_now_ns());
-		}
-		for (int i = 0; i < PD_BATCH; i++) {
-			t = cli_now_ns();
-			ctx->ops->pd_dealloc(ctx, &infos[i]);
-			add(&f[4], t, cli_now_ns());
-		}
+			if (!bad)
+				bad = ctx->ops->pd_import(ctx, &iinfos[i]);
+		});
+		TIMED(f[OP_UNIMPORT], PD_BATCH, ctx->ops->pd_unimport(ctx, &iinfos[i]));
+		TIMED(f[OP_FREE], PD_BATCH, bad = ctx->ops->pd_dealloc(ctx, &infos[i]));
 	}
-	for (int k = 0; k < 5; k++)
-		report(names[k], &a[k], &f[k], "ns");
+	if (bad)
+		return cli_fail("bench: PD operations", bad);
+	report_all("pd", a, f);
 	return 0;
 }
 
 static int bench_var(rshare_device *dev, struct rs_ctx *ctx)
 {
-	enum { N = VAR_BATCH * VAR_ROUNDS };
-	struct series a[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
-	struct series f[5] = { mk(N), mk(N), mk(N), mk(N), mk(N) };
-	static const char *names[5] = { "var alloc", "var export", "var import",
-					"var unimport", "var free" };
+	enum { N = VAR_BATCH * VAR_ROUNDS / GROUP };
+	struct series a[NOPS], f[NOPS];
 	static rshare_var *vars[VAR_BATCH], *imps[VAR_BATCH];
 	static struct rs_var_info infos[VAR_BATCH], iinfos[VAR_BATCH];
 	static uint8_t blobs[VAR_BATCH][RSHARE_BLOB_MAX];
 	static size_t lens[VAR_BATCH];
-	uint64_t t;
-	int s;
+	int bad = 0;
 
-	for (int r = 0; r < VAR_ROUNDS; r++) {
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			s = rshare_var_alloc(dev, 0, &vars[i]);
-			add(&a[0], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: var alloc", s);
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			s = rshare_var_export(vars[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]);
-			add(&a[1], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: var export", s);
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			s = rshare_var_import(dev, blobs[i], lens[i], &imps[i]);
-			add(&a[2], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: var import", s);
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			rshare_var_unimport(imps[i]);
-			add(&a[3], t, cli_now_ns());
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			rshare_var_free(vars[i]);
-			add(&a[4], t, cli_now_ns());
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			s = ctx->ops->var_alloc(ctx, 0, &infos[i]);
-			add(&f[0], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: floor var alloc", s);
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
+	for (int k = 0; k < NOPS; k++) {
+		a[k] = mk(N);
+		f[k] = mk(N);
+	}
+	for (int r = 0; r < VAR_ROUNDS && !bad; r++) {
+		TIMED(a[OP_ALLOC], VAR_BATCH, bad = rshare_var_alloc(dev, 0, &vars[i]));
+		TIMED(a[OP_EXPORT], VAR_BATCH,
+		      bad = rshare_var_export(vars[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]));
+		TIMED(a[OP_IMPORT], VAR_BATCH,
+		      bad = rshare_var_import(dev, blobs[i], lens[i], &imps[i]));
+		TIMED(a[OP_UNIMPORT], VAR_BATCH, bad = rshare_var_unimport(imps[i]));
+		TIMED(a[OP_FREE], VAR_BATCH, bad = rshare_var_free(vars[i]));
+		TIMED(f[OP_ALLOC], VAR_BATCH, bad = ctx->ops->var_alloc(ctx, 0, &infos[i]));
+		TIMED(f[OP_EXPORT], VAR_BATCH, {
 			struct rs_var_info info = infos[i];
 			struct rs_blob b;
-			t = cli_now_ns();
-			s = ctx->ops->var_export(ctx, &info);
+			bad = ctx->ops->var_export(ctx, &info);
 			rs_blob_from_var(&b, ctx, &info);
 			lens[i] = rs_blob_encode(&b, blobs[i]);
-			add(&f[1], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: floor var export", s);
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
+		});
+		TIMED(f[OP_IMPORT], VAR_BATCH, {
 			struct rs_blob b;
-			t = cli_now_ns();
-			s = rs_blob_decode(blobs[i], lens[i], &b);
-			if (!s)
-				s = rs_blob_check_target(&b, RSHARE_KIND_VAR, ctx);
+			bad = rs_blob_decode(blobs[i], lens[i], &b);
+			if (!bad)
+				bad = rs_blob_check_target(&b, RSHARE_KIND_VAR, ctx);
 			rs_var_from_blob(&iinfos[i], &b);
-			if (!s)
-				s = ctx->ops->var_import(ctx, &iinfos[i]);
-			add(&f[2], t, cli_now_ns());
-			if (s)
-				return cli_fail("bench: floor var import", s);
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			ctx->ops->var_unimport(ctx, &iinfos[i]);
-			add(&f[3], t, cli_now_ns());
-		}
-		for (int i = 0; i < VAR_BATCH; i++) {
-			t = cli_now_ns();
-			ctx->ops->var_free(ctx, &infos[i]);
-			add(&f[4], t, cli_now_ns());
-		}
+			if (!bad)
+				bad = ctx->ops->var_import(ctx, &iinfos[i]);
+		});
+		TIMED(f[OP_UNIMPORT], VAR_BATCH, ctx->ops->var_unimport(ctx, &iinfos[i]));
+		TIMED(f[OP_FREE], VAR_BATCH, bad = ctx->ops->var_free(ctx, &infos[i]));
 	}
-	for (int k = 0; k < 5; k++)
-		report(names[k], &a[k], &f[k], "ns");
+	if (bad)
+		return cli_fail("bench: VAR operations", bad);
+	report_all("var", a, f);
 	return 0;
 }
 
@@ -366,7 +313,7 @@ static double share_once(rshare_device *dev, int mode, const uint8_t *payload, s
 		if (recv(sv[0], &ack, 1, 0) != 1)
 			break;
 		if (i >= 20) /* after a warm-up */
-			add(&s, t0, cli_now_ns());
+			add(&s, t0, cli_now_ns(), 1);
 	}
 	close(sv[0]);
 	waitpid(pid, NULL, 0);

@@ -97,9 +97,14 @@ int sim_lock(struct sim_view *v, struct sim_table **out)
 		if (status)
 			return status;
 	}
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += SIM_LOCK_TIMEOUT_S;
-	err = pthread_mutex_timedlock(&t->lock.mutex, &until);
+	/* The uncontended case takes no clock reading: only a wait needs a
+	 * deadline. */
+	err = pthread_mutex_trylock(&t->lock.mutex);
+	if (err == EBUSY) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += SIM_LOCK_TIMEOUT_S;
+		err = pthread_mutex_timedlock(&t->lock.mutex, &until);
+	}
 	*out = t;
 	if (err == EOWNERDEAD) {
 		sim_repair(t);
