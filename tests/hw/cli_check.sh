@@ -47,7 +47,20 @@ if run "stand-in devices --json" $STANDIN -- devices --json; then
 	has '\{"name":"mlx5_sim0","guid":"0x0002c90300a1b2c0","provider":"hw"\}' "devices --json"
 fi
 if run "stand-in demo" $STANDIN -- demo --device mlx5_sim0; then
-	echo "demo on mlx5_sim0 succeeded"
+	has 'checked: every worker.s write is in the shared VAR page' "stand-in demo"
+	has 'all checks passed' "stand-in demo"
+fi
+# rdma-core 44 (no VAR export) and a device without VARs: the demo says why
+# and shares the PD alone.
+STANDIN44="RSHARE_LIBIBVERBS=$standin/libibverbs.so.1 RSHARE_LIBMLX5=$standin-44/libmlx5.so.1"
+if run "stand-in 44 demo" $STANDIN44 -- demo --device mlx5_sim0; then
+	has 'VARs cannot be shared here .*rdma-core 63 or newer.*sharing the PD alone' "stand-in 44 demo"
+	has 'checked: every worker imported the PD with handle' "stand-in 44 demo"
+	has 'all checks passed' "stand-in 44 demo"
+fi
+if run "non-mlx5 demo" $STANDIN -- demo --device rxe_sim1; then
+	has 'VARs cannot be shared here .*not an mlx5 device' "non-mlx5 demo"
+	has 'all checks passed' "non-mlx5 demo"
 fi
 
 NONE="RSHARE_LIBIBVERBS=$missing/libibverbs.so.1 RSHARE_LIBMLX5=$missing/libmlx5.so.1"

@@ -7,8 +7,10 @@
  * VAR page and writes its id and pid into its own slot, unimports and
  * reports. The parent checks every slot, frees both objects and shows that
  * a late import fails with RSHARE_E_NOT_FOUND.
+ *
+ * On a device or rdma-core without VAR sharing (RSHARE_E_UNSUPPORTED) the
+ * demo says why and shares the PD alone.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 
 #define MAX_WORKERS 64
 #define SLOT_MAGIC 0x52534841u /* "RSHA": marks a slot a worker wrote */
+#define NO_VAR "-"             /* payload placeholder when VARs are unsupported */
 
 /* One worker's slot in the VAR page. */
 struct slot {
@@ -30,6 +33,18 @@ struct slot {
 	uint32_t id;
 	uint32_t pid;
 	uint32_t pd_handle;
+};
+
+/* What the parent shares. */
+struct shared {
+	rshare_pd *pd;
+	uint32_t pd_handle;
+	unsigned char pd_blob[RSHARE_BLOB_MAX];
+	size_t pd_len;
+	rshare_var *var; /* NULL when the device cannot share VARs */
+	uint32_t page_id;
+	volatile struct slot *slots;
+	char payload[2 * RSHARE_TEXT_MAX + 32];
 };
 
 static uint64_t t_start;
@@ -47,25 +62,65 @@ static void step(const char *fmt, ...)
 	fflush(stdout);
 }
 
-/* The payload: "<pd handle> <pd text>\n<var page id> <var text>\n"; the
- * worker checks what it imports against the numbers. */
-static int make_payload(rshare_pd *pd, rshare_var *var, char *out, size_t cap)
+static int blob_text(const unsigned char *blob, size_t len, char *text)
+{
+	size_t tlen;
+	return rshare_blob_to_text(blob, len, text, RSHARE_TEXT_MAX, &tlen);
+}
+
+/* Allocate, export and map a VAR; RSHARE_E_UNSUPPORTED leaves sh->var NULL
+ * and is not a failure. On success *var_text is its text blob. */
+static int share_var(rshare_device *dev, struct shared *sh, int workers, char *var_text)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
+	uint32_t length;
+	uint64_t mmap_off;
+	size_t len;
+	void *page;
+	int s = rshare_var_alloc(dev, 0, &sh->var);
+
+	if (!s && (s = rshare_var_export(sh->var, blob, sizeof(blob), &len)) != RSHARE_OK)
+		rshare_var_free(sh->var);
+	if (s == RSHARE_E_UNSUPPORTED) {
+		step("VARs cannot be shared here (%s); sharing the PD alone",
+		     rshare_last_error());
+		sh->var = NULL;
+		strcpy(var_text, NO_VAR);
+		return RSHARE_OK;
+	}
+	if (s || (s = rshare_var_attrs(sh->var, &sh->page_id, &length, &mmap_off)) ||
+	    (s = rshare_var_map(sh->var, &page)) || (s = blob_text(blob, len, var_text)))
+		return cli_fail("allocating, exporting and mapping a VAR", s);
+	if ((size_t)workers * sizeof(struct slot) > length) {
+		fprintf(stderr, "rshare demo: VAR page too small for %d workers\n", workers);
+		return 1;
+	}
+	memset(page, 0, length);
+	sh->slots = page;
+	step("allocated VAR, page %" PRIu32 ", %" PRIu32 " bytes at mmap offset 0x%" PRIx64
+	     ", exported (%zu-byte blob), mapped",
+	     sh->page_id, length, mmap_off, len);
+	return RSHARE_OK;
+}
+
+/* The payload: "<pd handle> <pd text>\n<var page id> <var text or ->\n";
+ * the worker checks what it imports against the numbers. */
+static int share(rshare_device *dev, struct shared *sh, int workers)
+{
 	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX];
-	uint32_t pd_h, page_id;
-	size_t len, tlen;
 	int s;
 
-	if ((s = rshare_pd_export(pd, blob, sizeof(blob), &len)) ||
-	    (s = rshare_blob_to_text(blob, len, pd_text, sizeof(pd_text), &tlen)) ||
-	    (s = rshare_pd_handle(pd, &pd_h)) ||
-	    (s = rshare_var_attrs(var, &page_id, NULL, NULL)) ||
-	    (s = rshare_var_export(var, blob, sizeof(blob), &len)) ||
-	    (s = rshare_blob_to_text(blob, len, var_text, sizeof(var_text), &tlen)))
+	if ((s = rshare_pd_alloc(dev, &sh->pd)) || (s = rshare_pd_handle(sh->pd, &sh->pd_handle)) ||
+	    (s = rshare_pd_export(sh->pd, sh->pd_blob, sizeof(sh->pd_blob), &sh->pd_len)) ||
+	    (s = blob_text(sh->pd_blob, sh->pd_len, pd_text)))
+		return cli_fail("allocating and exporting a PD", s);
+	step("allocated PD, handle %" PRIu32 ", exported (%zu-byte blob)", sh->pd_handle,
+	     sh->pd_len);
+	if ((s = share_var(dev, sh, workers, var_text)))
 		return s;
-	snprintf(out, cap, "%" PRIu32 " %s\n%" PRIu32 " %s\n", pd_h, pd_text, page_id, var_text);
-	return RSHARE_OK;
+	snprintf(sh->payload, sizeof(sh->payload), "%" PRIu32 " %s\n%" PRIu32 " %s\n",
+		 sh->pd_handle, pd_text, sh->page_id, var_text);
+	return 0;
 }
 
 static int start_worker(int id, int *sock_out, pid_t *pid_out)
@@ -96,29 +151,77 @@ static int start_worker(int id, int *sock_out, pid_t *pid_out)
 	return 0;
 }
 
+/* Start the workers, hand each the device and blobs, collect their reports
+ * and check the VAR page. Returns 1 if every check passed. */
+static int run_workers(rshare_device *dev, struct shared *sh, int workers)
+{
+	int socks[MAX_WORKERS], ok = 1, s;
+	pid_t pids[MAX_WORKERS];
+
+	for (int i = 0; i < workers; i++) {
+		if (start_worker(i, &socks[i], &pids[i]) < 0) {
+			perror("rshare demo: starting a worker");
+			return 0;
+		}
+		s = rshare_channel_send(socks[i], dev, sh->payload, strlen(sh->payload) + 1);
+		if (s) {
+			cli_fail("sending to a worker", s);
+			return 0;
+		}
+	}
+	step("started %d workers, sent each the device fd and the blobs", workers);
+	for (int i = 0; i < workers; i++) {
+		char reply[256] = "";
+		uint32_t h = UINT32_MAX;
+		int wstatus;
+		ssize_t n = recv(socks[i], reply, sizeof(reply) - 1, 0);
+
+		if (waitpid(pids[i], &wstatus, 0) < 0 || !WIFEXITED(wstatus) ||
+		    WEXITSTATUS(wstatus) != 0 || n <= 0 ||
+		    sscanf(reply, "imported PD %" SCNu32, &h) != 1 || h != sh->pd_handle) {
+			printf("  worker %d (pid %d) FAILED%s%s\n", i, (int)pids[i],
+			       n > 0 ? ": " : "", n > 0 ? reply : "");
+			ok = 0;
+		} else {
+			printf("  worker %d (pid %d): %s\n", i, (int)pids[i], reply);
+		}
+		close(socks[i]);
+	}
+	if (!sh->var) {
+		step("%s: every worker imported the PD with handle %" PRIu32,
+		     ok ? "checked" : "FAILED", sh->pd_handle);
+		return ok;
+	}
+	for (int i = 0; i < workers; i++) {
+		volatile struct slot *sl = &sh->slots[i];
+		if (sl->magic != SLOT_MAGIC || sl->id != (uint32_t)i ||
+		    sl->pid != (uint32_t)pids[i] || sl->pd_handle != sh->pd_handle) {
+			printf("  slot %d: MISSING or wrong (magic 0x%08x id %u pid %u)\n", i,
+			       sl->magic, sl->id, sl->pid);
+			ok = 0;
+		}
+	}
+	step("%s: every worker's write is in the shared VAR page", ok ? "checked" : "FAILED");
+	return ok;
+}
+
 int cmd_demo(int argc, char **argv)
 {
 	const char *device = NULL;
-	int workers = 4, socks[MAX_WORKERS], ok = 1, s;
-	pid_t pids[MAX_WORKERS];
+	int workers = 4, ok, s, provider;
+	struct shared sh = { 0 };
+	char name[RSHARE_NAME_MAX];
 	rshare_device *dev;
-	rshare_pd *pd, *late;
-	rshare_var *var;
-	volatile struct slot *slots;
-	void *page;
-	char payload[2 * RSHARE_TEXT_MAX + 32], name[RSHARE_NAME_MAX];
-	unsigned char pd_blob[RSHARE_BLOB_MAX];
-	size_t pd_len, len;
-	uint32_t pd_h, page_id, length;
-	uint64_t guid, mmap_off;
-	int provider;
+	rshare_pd *late;
+	uint64_t guid;
+	size_t len;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--device") && i + 1 < argc)
+		if (!strcmp(argv[i], "--device") && i + 1 < argc) {
 			device = argv[++i];
-		else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
 			workers = atoi(argv[++i]);
-		else {
+		} else {
 			fprintf(stderr, "usage: rshare demo [--device NAME] [--workers N]\n");
 			return 2;
 		}
@@ -128,73 +231,20 @@ int cmd_demo(int argc, char **argv)
 		return 2;
 	}
 	t_start = cli_now_ns();
-	if ((s = rshare_device_open(device, &dev)))
+	if ((s = rshare_device_open(device, &dev)) ||
+	    (s = rshare_device_name(dev, name, sizeof(name), &len)) ||
+	    (s = rshare_device_guid(dev, &guid)) || (s = rshare_device_provider(dev, &provider)))
 		return cli_fail("opening the device", s);
-	rshare_device_name(dev, name, sizeof(name), &len);
-	rshare_device_guid(dev, &guid);
-	rshare_device_provider(dev, &provider);
 	step("opened %s (guid 0x%016" PRIx64 ", provider %s)", name, guid,
 	     cli_provider_name(provider));
-	if ((s = rshare_pd_alloc(dev, &pd)) || (s = rshare_pd_handle(pd, &pd_h)))
-		return cli_fail("allocating a PD", s);
-	step("allocated PD, handle %" PRIu32, pd_h);
-	if ((s = rshare_var_alloc(dev, 0, &var)) ||
-	    (s = rshare_var_attrs(var, &page_id, &length, &mmap_off)))
-		return cli_fail("allocating a VAR", s);
-	step("allocated VAR, page %" PRIu32 ", %" PRIu32 " bytes at mmap offset 0x%" PRIx64,
-	     page_id, length, mmap_off);
-	if ((s = rshare_var_map(var, &page)))
-		return cli_fail("mapping the VAR page", s);
-	slots = page;
-	if ((size_t)workers * sizeof(struct slot) > length) {
-		fprintf(stderr, "rshare demo: VAR page too small for %d workers\n", workers);
-		return 1;
-	}
-	memset(page, 0, length);
-	if ((s = rshare_pd_export(pd, pd_blob, sizeof(pd_blob), &pd_len)) ||
-	    (s = make_payload(pd, var, payload, sizeof(payload))))
-		return cli_fail("exporting", s);
-	step("exported PD (%zu-byte blob) and VAR", pd_len);
+	if ((s = share(dev, &sh, workers)))
+		return s;
+	ok = run_workers(dev, &sh, workers);
 
-	for (int i = 0; i < workers; i++) {
-		if (start_worker(i, &socks[i], &pids[i]) < 0) {
-			perror("rshare demo: starting a worker");
-			return 1;
-		}
-		s = rshare_channel_send(socks[i], dev, payload, strlen(payload) + 1);
-		if (s)
-			return cli_fail("sending to a worker", s);
-	}
-	step("started %d workers, sent each the device fd and both blobs", workers);
-
-	for (int i = 0; i < workers; i++) {
-		char reply[256] = "";
-		int wstatus;
-		ssize_t n = recv(socks[i], reply, sizeof(reply) - 1, 0);
-
-		if (waitpid(pids[i], &wstatus, 0) < 0 || !WIFEXITED(wstatus) ||
-		    WEXITSTATUS(wstatus) != 0 || n <= 0) {
-			printf("  worker %d (pid %d) FAILED\n", i, (int)pids[i]);
-			ok = 0;
-		} else {
-			printf("  worker %d (pid %d): %s\n", i, (int)pids[i], reply);
-		}
-		close(socks[i]);
-	}
-	for (int i = 0; i < workers; i++) {
-		if (slots[i].magic != SLOT_MAGIC || slots[i].id != (uint32_t)i ||
-		    slots[i].pid != (uint32_t)pids[i] || slots[i].pd_handle != pd_h) {
-			printf("  slot %d: MISSING or wrong (magic 0x%08x id %u pid %u)\n", i,
-			       slots[i].magic, slots[i].id, slots[i].pid);
-			ok = 0;
-		}
-	}
-	step("%s: every worker's write is in the shared VAR page", ok ? "checked" : "FAILED");
-
-	if ((s = rshare_var_free(var)) || (s = rshare_pd_free(pd)))
+	if ((sh.var && (s = rshare_var_free(sh.var))) || (s = rshare_pd_free(sh.pd)))
 		return cli_fail("freeing", s);
-	step("freed the VAR and the PD for every process");
-	s = rshare_pd_import(dev, pd_blob, pd_len, &late);
+	step("freed %s for every process", sh.var ? "the VAR and the PD" : "the PD");
+	s = rshare_pd_import(dev, sh.pd_blob, sh.pd_len, &late);
 	if (s == RSHARE_E_NOT_FOUND) {
 		step("late import of the PD blob: %s, as expected", rshare_status_name(s));
 	} else {
@@ -214,14 +264,12 @@ int cmd_demo(int argc, char **argv)
 int cmd_demo_worker(int argc, char **argv)
 {
 	char payload[2 * RSHARE_TEXT_MAX + 32], pd_text[RSHARE_TEXT_MAX + 1],
-		var_text[RSHARE_TEXT_MAX + 1], reply[200];
+		var_text[RSHARE_TEXT_MAX + 1], reply[200], var_note[64] = "no VAR";
 	unsigned char blob[RSHARE_BLOB_MAX];
 	uint32_t want_pd, want_page, got_pd, got_page;
 	rshare_device *dev;
 	rshare_pd *pd;
 	rshare_var *var;
-	volatile struct slot *slots;
-	void *page;
 	size_t len, blen;
 	uint64_t t0 = cli_now_ns();
 	int sock, id, s;
@@ -239,35 +287,40 @@ int cmd_demo_worker(int argc, char **argv)
 		return 1;
 	}
 	if ((s = rshare_blob_from_text(pd_text, blob, sizeof(blob), &blen)) ||
-	    (s = rshare_pd_import(dev, blob, blen, &pd)) ||
-	    (s = rshare_pd_handle(pd, &got_pd)))
+	    (s = rshare_pd_import(dev, blob, blen, &pd)) || (s = rshare_pd_handle(pd, &got_pd)))
 		return cli_fail("worker: importing the PD", s);
 	if (got_pd != want_pd) {
 		fprintf(stderr, "rshare worker %d: PD handle %u, expected %u\n", id, got_pd,
 			want_pd);
 		return 1;
 	}
-	if ((s = rshare_blob_from_text(var_text, blob, sizeof(blob), &blen)) ||
-	    (s = rshare_var_import(dev, blob, blen, &var)) ||
-	    (s = rshare_var_attrs(var, &got_page, NULL, NULL)) ||
-	    (s = rshare_var_map(var, &page)))
-		return cli_fail("worker: importing and mapping the VAR", s);
-	if (got_page != want_page) {
-		fprintf(stderr, "rshare worker %d: VAR page %u, expected %u\n", id, got_page,
-			want_page);
-		return 1;
+	if (strcmp(var_text, NO_VAR) != 0) {
+		volatile struct slot *slots;
+		void *page;
+
+		if ((s = rshare_blob_from_text(var_text, blob, sizeof(blob), &blen)) ||
+		    (s = rshare_var_import(dev, blob, blen, &var)) ||
+		    (s = rshare_var_attrs(var, &got_page, NULL, NULL)) ||
+		    (s = rshare_var_map(var, &page)))
+			return cli_fail("worker: importing and mapping the VAR", s);
+		if (got_page != want_page) {
+			fprintf(stderr, "rshare worker %d: VAR page %u, expected %u\n", id,
+				got_page, want_page);
+			return 1;
+		}
+		slots = page;
+		slots[id].id = (uint32_t)id;
+		slots[id].pid = (uint32_t)getpid();
+		slots[id].pd_handle = got_pd;
+		__atomic_store_n(&slots[id].magic, SLOT_MAGIC, __ATOMIC_RELEASE);
+		if ((s = rshare_var_unimport(var)))
+			return cli_fail("worker: releasing the VAR", s);
+		snprintf(var_note, sizeof(var_note), "VAR page %u, wrote slot %d", got_page, id);
 	}
-	slots = page;
-	slots[id].id = (uint32_t)id;
-	slots[id].pid = (uint32_t)getpid();
-	slots[id].pd_handle = got_pd;
-	__atomic_store_n(&slots[id].magic, SLOT_MAGIC, __ATOMIC_RELEASE);
-	if ((s = rshare_var_unimport(var)) || (s = rshare_pd_unimport(pd)) ||
-	    (s = rshare_device_close(dev)))
+	if ((s = rshare_pd_unimport(pd)) || (s = rshare_device_close(dev)))
 		return cli_fail("worker: releasing", s);
-	snprintf(reply, sizeof(reply),
-		 "imported PD %u and VAR page %u, wrote slot %d, unimported (%.3f ms)", got_pd, got_page, id,
-		 (double)(cli_now_ns() - t0) / 1e6);
+	snprintf(reply, sizeof(reply), "imported PD %u and %s, unimported (%.3f ms)", got_pd,
+		 var_note, (double)(cli_now_ns() - t0) / 1e6);
 	if (send(sock, reply, strlen(reply) + 1, MSG_NOSIGNAL) < 0)
 		return 1;
 	return 0;

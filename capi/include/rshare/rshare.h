@@ -143,8 +143,8 @@ RSHARE_API int rshare_devices_count(size_t *count);
 /**
  * Describe device number index of the last scan (scanning first if none was
  * made). name receives the NUL-terminated device name (RSHARE_NAME_MAX bytes
- * always suffice); name may be NULL only when cap is 0. guid and provider
- * (an enum rshare_provider) may be NULL.
+ * always suffice); pass name NULL and cap 0 to skip the name. guid and
+ * provider (an enum rshare_provider) may be NULL.
  * Returns RSHARE_OK; RSHARE_E_NOT_FOUND if index is past the end;
  * RSHARE_E_NOSPACE if cap is too small; RSHARE_E_INVAL for NULL name with cap > 0.
  */
@@ -200,6 +200,8 @@ RSHARE_API int rshare_device_provider(const rshare_device *dev, int *provider);
 /**
  * Close the context and its fd. Objects stay alive for other processes that
  * share the context; the provider destroys them when the last fd closes.
+ * Calls on dev in progress in other threads (a blocked
+ * rshare_channel_send() included) are waited for; later ones get STALE.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (already closed);
  * RSHARE_E_BUSY while PDs or VARs made or imported through dev are live in
  * this process (the device stays open).
@@ -335,8 +337,11 @@ RSHARE_API int rshare_var_unmap(rshare_var *var);
 RSHARE_API int rshare_blob_kind(const void *blob, size_t len, int *kind);
 
 /**
- * Describe a valid blob as a one-line JSON object, with the (buf, cap,
- * out_len) convention. Statuses as rshare_blob_kind(), plus RSHARE_E_NOSPACE.
+ * Describe a valid blob as a one-line JSON object (keys: format, kind,
+ * provider, guid, table, handle, serial, for VARs page_id, length and
+ * mmap_off, then private_len and size; at most 512 bytes with the NUL), with
+ * the (buf, cap, out_len) convention. Statuses as rshare_blob_kind(), plus
+ * RSHARE_E_NOSPACE.
  */
 RSHARE_API int rshare_blob_describe(const void *blob, size_t len, char *buf,
 				    size_t cap, size_t *out_len);
@@ -376,7 +381,8 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * into a new handle *dev and copy its payload to payload (cap bytes), with
  * *len set to the payload size. When cap is too small (or payload NULL and
  * the payload non-empty) it returns RSHARE_E_NOSPACE with *len set and
- * consumes nothing: a retry receives the same message and fd. A fd that is
+ * consumes nothing: a retry receives the same message and fd. With cap >=
+ * RSHARE_PAYLOAD_MAX the message is read in one system call. A fd that is
  * not a device context is closed and refused. Blocks until a message comes.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
  * (not an rshare message, or no fd); RSHARE_E_NODEV; RSHARE_E_IO (including

@@ -32,7 +32,7 @@ int rshare_blob_kind(const void *blob, size_t len, int *kind)
 int rshare_blob_describe(const void *blob, size_t len, char *buf, size_t cap,
 			 size_t *out_len)
 {
-	char json[512];
+	char json[512]; /* the header promises at most 512 bytes */
 	struct rs_blob b;
 	int n, status = rs_blob_decode(blob, len, &b);
 
