@@ -31,17 +31,18 @@ struct rs_device {
 	atomic_size_t children;
 };
 
-struct rs_pd_obj {
+/* A PD or a VAR as the core keeps it: the provider's view plus what the
+ * core adds (its device, how it came here, the VAR page mapping). */
+struct rs_obj {
 	struct rs_device *dev;
-	struct rs_pd_info info;
 	bool imported;
-};
-
-struct rs_var_obj {
-	struct rs_device *dev;
-	struct rs_var_info info;
-	bool imported;
-	_Atomic(void *) addr; /* mapping of the VAR page, NULL if unmapped */
+	union {
+		struct rs_pd_info pd;
+		struct {
+			struct rs_var_info info;
+			_Atomic(void *) addr; /* the mapped page, NULL if unmapped */
+		} var;
+	} u;
 };
 
 struct rs_slot {
@@ -50,9 +51,8 @@ struct rs_slot {
 	_Atomic uint8_t kind;
 	uint32_t index;             /* own position, fixed at creation */
 	union {
-		struct rs_device *dev;
-		struct rs_pd_obj pd;
-		struct rs_var_obj var;
+		struct rs_device *dev; /* RS_OBJ_DEVICE */
+		struct rs_obj obj;     /* RS_OBJ_PD, RS_OBJ_VAR */
 	} u;
 };
 
@@ -75,6 +75,24 @@ void rs_unpin(struct rs_slot *slot);
 int rs_retire_begin(const void *h, int kind, struct rs_slot **slot);
 void rs_retire_commit(struct rs_slot *slot);
 void rs_retire_cancel(struct rs_slot *slot);
+
+/* What differs between the kinds of shared object in their common life
+ * cycle (object.c): which provider calls release and destroy them, and
+ * what must go first (the VAR's mapping). */
+struct rs_obj_ops {
+	int slot_kind; /* RS_OBJ_PD or RS_OBJ_VAR */
+	void (*unimport)(struct rs_obj *obj);
+	int (*destroy)(struct rs_obj *obj);
+	void (*unmap)(struct rs_obj *obj); /* may be NULL */
+};
+
+/* Register obj (filled by the caller, device pinned in dev_slot) as a new
+ * handle; on failure undo the provider side (unimport or destroy). */
+int rs_obj_publish(struct rs_slot *dev_slot, const struct rs_obj_ops *ops,
+		   const struct rs_obj *obj, void **out);
+/* unimport (destroy false) or free (destroy true) the object behind h. A
+ * failed destroy leaves the handle live. */
+int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy);
 
 /* Adopt an already-duplicated context fd into a new device handle; on
  * failure the fd is still the caller's. Shared by import and channel. */

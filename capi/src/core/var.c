@@ -1,38 +1,37 @@
 /* mlx5 VARs: the PD life cycle plus attributes and the page mapping. */
 #include <errno.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "blob.h"
 #include "internal.h"
 #include "util/error.h"
 
-static int publish_var(struct rs_slot *dev_slot, struct rs_var_info *info,
-		       bool imported, rshare_var **out)
+static void var_unimport(struct rs_obj *obj)
 {
-	struct rs_device *dev = dev_slot->u.dev;
-	struct rs_slot *slot;
-	int status = rs_slot_reserve(&slot);
-
-	if (status) {
-		if (imported)
-			dev->ctx.ops->var_unimport(&dev->ctx, info);
-		else
-			dev->ctx.ops->var_free(&dev->ctx, info);
-		return status;
-	}
-	slot->u.var.dev = dev;
-	slot->u.var.info = *info;
-	slot->u.var.imported = imported;
-	atomic_init(&slot->u.var.addr, NULL);
-	atomic_fetch_add(&dev->children, 1);
-	*out = rs_slot_publish(slot, RS_OBJ_VAR);
-	return RSHARE_OK;
+	obj->dev->ctx.ops->var_unimport(&obj->dev->ctx, &obj->u.var.info);
 }
+
+static int var_destroy(struct rs_obj *obj)
+{
+	return obj->dev->ctx.ops->var_free(&obj->dev->ctx, &obj->u.var.info);
+}
+
+static void var_unmap(struct rs_obj *obj)
+{
+	void *addr = atomic_exchange(&obj->u.var.addr, NULL);
+
+	if (addr)
+		munmap(addr, obj->u.var.info.length);
+}
+
+static const struct rs_obj_ops var_kind = {
+	.slot_kind = RS_OBJ_VAR, .unimport = var_unimport, .destroy = var_destroy,
+	.unmap = var_unmap,
+};
 
 int rshare_var_alloc(rshare_device *dev, uint32_t flags, rshare_var **out)
 {
-	struct rs_var_info info = { 0 };
+	struct rs_obj obj = { .imported = false };
 	struct rs_slot *ds;
 	int status;
 
@@ -44,9 +43,10 @@ int rshare_var_alloc(rshare_device *dev, uint32_t flags, rshare_var **out)
 	status = rs_pin(dev, RS_OBJ_DEVICE, &ds);
 	if (status)
 		RS_RETURN(status);
-	status = ds->u.dev->ctx.ops->var_alloc(&ds->u.dev->ctx, flags, &info);
+	obj.dev = ds->u.dev;
+	status = obj.dev->ctx.ops->var_alloc(&obj.dev->ctx, flags, &obj.u.var.info);
 	if (!status)
-		status = publish_var(ds, &info, false, out);
+		status = rs_obj_publish(ds, &var_kind, &obj, (void **)out);
 	rs_unpin(ds);
 	RS_RETURN(status);
 }
@@ -55,8 +55,8 @@ int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 {
 	uint8_t raw[RSHARE_BLOB_MAX];
 	struct rs_var_info info;
-	struct rs_var_obj *obj;
 	struct rs_slot *slot;
+	struct rs_obj *obj;
 	struct rs_blob b;
 	int status;
 
@@ -65,8 +65,8 @@ int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 	status = rs_pin(var, RS_OBJ_VAR, &slot);
 	if (status)
 		RS_RETURN(status);
-	obj = &slot->u.var;
-	info = obj->info;
+	obj = &slot->u.obj;
+	info = obj->u.var.info;
 	status = obj->dev->ctx.ops->var_export(&obj->dev->ctx, &info);
 	if (!status)
 		rs_blob_from_var(&b, &obj->dev->ctx, &info);
@@ -78,7 +78,7 @@ int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 
 int rshare_var_import(rshare_device *dev, const void *blob, size_t len, rshare_var **out)
 {
-	struct rs_var_info info;
+	struct rs_obj obj = { .imported = true };
 	struct rs_slot *ds;
 	struct rs_blob b;
 	int status;
@@ -88,85 +88,54 @@ int rshare_var_import(rshare_device *dev, const void *blob, size_t len, rshare_v
 	status = rs_pin(dev, RS_OBJ_DEVICE, &ds);
 	if (status)
 		RS_RETURN(status);
+	obj.dev = ds->u.dev;
 	status = rs_blob_decode(blob, len, &b);
 	if (!status)
-		status = rs_blob_check_target(&b, RSHARE_KIND_VAR, &ds->u.dev->ctx);
+		status = rs_blob_check_target(&b, RSHARE_KIND_VAR, &obj.dev->ctx);
 	if (!status) {
-		rs_var_from_blob(&info, &b);
-		status = ds->u.dev->ctx.ops->var_import(&ds->u.dev->ctx, &info);
+		rs_var_from_blob(&obj.u.var.info, &b);
+		status = obj.dev->ctx.ops->var_import(&obj.dev->ctx, &obj.u.var.info);
 	}
 	if (!status)
-		status = publish_var(ds, &info, true, out);
+		status = rs_obj_publish(ds, &var_kind, &obj, (void **)out);
 	rs_unpin(ds);
 	RS_RETURN(status);
 }
 
-static void unmap_page(struct rs_var_obj *obj)
-{
-	void *addr = atomic_exchange(&obj->addr, NULL);
-
-	if (addr)
-		munmap(addr, obj->info.length);
-}
-
 int rshare_var_unimport(rshare_var *var)
 {
-	struct rs_var_obj *obj;
-	struct rs_slot *slot;
-	int status = rs_retire_begin(var, RS_OBJ_VAR, &slot);
-
-	if (status)
-		RS_RETURN(status);
-	obj = &slot->u.var;
-	unmap_page(obj);
-	obj->dev->ctx.ops->var_unimport(&obj->dev->ctx, &obj->info);
-	atomic_fetch_sub(&obj->dev->children, 1);
-	rs_retire_commit(slot);
-	return RSHARE_OK;
+	RS_RETURN(rs_obj_release(var, &var_kind, false));
 }
 
 int rshare_var_free(rshare_var *var)
 {
-	struct rs_var_obj *obj;
-	struct rs_slot *slot;
-	int status = rs_retire_begin(var, RS_OBJ_VAR, &slot);
-
-	if (status)
-		RS_RETURN(status);
-	obj = &slot->u.var;
-	status = obj->dev->ctx.ops->var_free(&obj->dev->ctx, &obj->info);
-	if (status) {
-		rs_retire_cancel(slot);
-		RS_RETURN(status);
-	}
-	unmap_page(obj);
-	atomic_fetch_sub(&obj->dev->children, 1);
-	rs_retire_commit(slot);
-	return RSHARE_OK;
+	RS_RETURN(rs_obj_release(var, &var_kind, true));
 }
 
 int rshare_var_attrs(const rshare_var *var, uint32_t *page_id, uint32_t *length,
 		     uint64_t *mmap_off)
 {
+	struct rs_var_info *info;
 	struct rs_slot *slot;
 	int status = rs_pin(var, RS_OBJ_VAR, &slot);
 
 	if (status)
 		RS_RETURN(status);
+	info = &slot->u.obj.u.var.info;
 	if (page_id)
-		*page_id = slot->u.var.info.page_id;
+		*page_id = info->page_id;
 	if (length)
-		*length = slot->u.var.info.length;
+		*length = info->length;
 	if (mmap_off)
-		*mmap_off = slot->u.var.info.mmap_off;
+		*mmap_off = info->mmap_off;
 	rs_unpin(slot);
 	return RSHARE_OK;
 }
 
 int rshare_var_map(rshare_var *var, void **addr)
 {
-	struct rs_var_obj *obj;
 	struct rs_slot *slot;
+	struct rs_obj *obj;
 	void *mine, *cur;
 	int status;
 
@@ -175,24 +144,26 @@ int rshare_var_map(rshare_var *var, void **addr)
 	status = rs_pin(var, RS_OBJ_VAR, &slot);
 	if (status)
 		RS_RETURN(status);
-	obj = &slot->u.var;
-	cur = atomic_load(&obj->addr);
+	obj = &slot->u.obj;
+	cur = atomic_load(&obj->u.var.addr);
 	if (!cur) {
-		mine = mmap(NULL, obj->info.length, PROT_READ | PROT_WRITE, MAP_SHARED,
-			    obj->dev->ctx.fd, (off_t)obj->info.mmap_off);
+		const struct rs_var_info *info = &obj->u.var.info;
+
+		mine = mmap(NULL, info->length, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    obj->dev->ctx.fd, (off_t)info->mmap_off);
 		if (mine == MAP_FAILED) {
-			int err = errno;
+			status = rs_fail(RSHARE_E_IO, errno,
+					 "mmap of VAR page %u (%u bytes at offset 0x%llx) failed",
+					 info->page_id, info->length,
+					 (unsigned long long)info->mmap_off);
 			rs_unpin(slot);
-			RS_RETURN(rs_fail(RSHARE_E_IO, err,
-					  "mmap of VAR page %u (%u bytes at offset 0x%llx) failed",
-					  obj->info.page_id, obj->info.length,
-					  (unsigned long long)obj->info.mmap_off));
+			RS_RETURN(status);
 		}
 		/* Two threads may map at once: one mapping wins, the other goes. */
-		if (atomic_compare_exchange_strong(&obj->addr, &cur, mine))
+		if (atomic_compare_exchange_strong(&obj->u.var.addr, &cur, mine))
 			cur = mine;
 		else
-			munmap(mine, obj->info.length);
+			munmap(mine, info->length);
 	}
 	*addr = cur;
 	rs_unpin(slot);
@@ -206,7 +177,7 @@ int rshare_var_unmap(rshare_var *var)
 
 	if (status)
 		RS_RETURN(status);
-	unmap_page(&slot->u.var);
+	var_unmap(&slot->u.obj);
 	rs_unpin(slot);
 	return RSHARE_OK;
 }
