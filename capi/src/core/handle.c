@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,7 +170,9 @@ static inline bool usable(uint64_t s, uint32_t gen, const struct rs_slot *slot,
 	       atomic_load_explicit(&slot->kind, memory_order_relaxed) == kind;
 }
 
-int rs_pin(const void *h, int kind, struct rs_slot **out)
+/* Find the live slot behind h and change its state in one step: add a pin,
+ * or mark it dying. Fails, changing nothing, if h is not live. */
+static int claim(const void *h, int kind, bool dying, struct rs_slot **out)
 {
 	struct rs_slot *slot;
 	uint32_t gen;
@@ -184,10 +187,17 @@ int rs_pin(const void *h, int kind, struct rs_slot **out)
 	do {
 		if (!usable(s, gen, slot, kind))
 			return stale(h, kind);
-	} while (!atomic_compare_exchange_weak_explicit(
-		&slot->state, &s, s + 1, memory_order_acquire, memory_order_acquire));
+	} while (!atomic_compare_exchange_weak_explicit(&slot->state, &s,
+							dying ? s | ST_DYING : s + 1,
+							memory_order_acquire,
+							memory_order_acquire));
 	*out = slot;
 	return RSHARE_OK;
+}
+
+int rs_pin(const void *h, int kind, struct rs_slot **out)
+{
+	return claim(h, kind, false, out);
 }
 
 void rs_unpin(struct rs_slot *slot)
@@ -197,24 +207,13 @@ void rs_unpin(struct rs_slot *slot)
 
 int rs_retire_begin(const void *h, int kind, struct rs_slot **out)
 {
-	struct rs_slot *slot;
-	uint32_t gen;
-	uint64_t s;
+	int status = claim(h, kind, true, out);
 
-	if (!h)
-		return rs_fail(RSHARE_E_INVAL, 0, "%s handle is NULL", kind_name(kind));
-	slot = lookup(h, kind, &gen);
-	if (!slot)
-		return stale(h, kind);
-	s = atomic_load_explicit(&slot->state, memory_order_acquire);
-	do {
-		if (!usable(s, gen, slot, kind))
-			return stale(h, kind);
-	} while (!atomic_compare_exchange_weak(&slot->state, &s, s | ST_DYING));
+	if (status)
+		return status;
 	/* Pins are held only for the length of one call: wait them out. */
-	while (atomic_load_explicit(&slot->state, memory_order_acquire) & ST_PINS)
+	while (atomic_load_explicit(&(*out)->state, memory_order_acquire) & ST_PINS)
 		sched_yield();
-	*out = slot;
 	return RSHARE_OK;
 }
 

@@ -21,6 +21,8 @@
 
 #include "provider.h"
 
+struct rs_blob;
+
 enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3 };
 
 struct rs_device {
@@ -81,15 +83,19 @@ void rs_retire_cancel(struct rs_slot *slot);
  * what must go first (the VAR's mapping). */
 struct rs_obj_ops {
 	int slot_kind; /* RS_OBJ_PD or RS_OBJ_VAR */
+	int blob_kind; /* RSHARE_KIND_PD or RSHARE_KIND_VAR */
+	/* Provider calls; obj->dev is set. import takes the validated blob. */
+	int (*alloc)(struct rs_obj *obj, uint32_t flags);
+	int (*import)(struct rs_obj *obj, const struct rs_blob *b);
 	void (*unimport)(struct rs_obj *obj);
 	int (*destroy)(struct rs_obj *obj);
 	void (*unmap)(struct rs_obj *obj); /* may be NULL */
 };
 
-/* Register obj (filled by the caller, device pinned in dev_slot) as a new
- * handle; on failure undo the provider side (unimport or destroy). */
-int rs_obj_publish(struct rs_slot *dev_slot, const struct rs_obj_ops *ops,
-		   const struct rs_obj *obj, void **out);
+/* Allocate, or import from a blob (validated here), a new object on dev. */
+int rs_obj_alloc(const void *dev, const struct rs_obj_ops *ops, uint32_t flags, void **out);
+int rs_obj_import(const void *dev, const struct rs_obj_ops *ops, const void *blob,
+		  size_t len, void **out);
 /* unimport (destroy false) or free (destroy true) the object behind h. A
  * failed destroy leaves the handle live. */
 int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy);

@@ -4,6 +4,19 @@
 #include "internal.h"
 #include "util/error.h"
 
+static int pd_alloc(struct rs_obj *obj, uint32_t flags)
+{
+	(void)flags;
+	return obj->dev->ctx.ops->pd_alloc(&obj->dev->ctx, &obj->u.pd);
+}
+
+static int pd_import(struct rs_obj *obj, const struct rs_blob *b)
+{
+	obj->u.pd.handle = b->handle;
+	obj->u.pd.serial = b->serial;
+	return obj->dev->ctx.ops->pd_import(&obj->dev->ctx, &obj->u.pd);
+}
+
 static void pd_unimport(struct rs_obj *obj)
 {
 	obj->dev->ctx.ops->pd_unimport(&obj->dev->ctx, &obj->u.pd);
@@ -14,27 +27,14 @@ static int pd_destroy(struct rs_obj *obj)
 	return obj->dev->ctx.ops->pd_dealloc(&obj->dev->ctx, &obj->u.pd);
 }
 
-static const struct rs_obj_ops pd_kind = {
-	.slot_kind = RS_OBJ_PD, .unimport = pd_unimport, .destroy = pd_destroy,
+static const struct rs_obj_ops pd_ops = {
+	.slot_kind = RS_OBJ_PD, .blob_kind = RSHARE_KIND_PD, .alloc = pd_alloc,
+	.import = pd_import, .unimport = pd_unimport, .destroy = pd_destroy,
 };
 
 int rshare_pd_alloc(rshare_device *dev, rshare_pd **out)
 {
-	struct rs_obj obj = { .imported = false };
-	struct rs_slot *ds;
-	int status;
-
-	if (!out)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
-	status = rs_pin(dev, RS_OBJ_DEVICE, &ds);
-	if (status)
-		RS_RETURN(status);
-	obj.dev = ds->u.dev;
-	status = obj.dev->ctx.ops->pd_alloc(&obj.dev->ctx, &obj.u.pd);
-	if (!status)
-		status = rs_obj_publish(ds, &pd_kind, &obj, (void **)out);
-	rs_unpin(ds);
-	RS_RETURN(status);
+	RS_RETURN(rs_obj_alloc(dev, &pd_ops, 0, (void **)out));
 }
 
 int rshare_pd_export(const rshare_pd *pd, void *buf, size_t cap, size_t *len)
@@ -58,39 +58,17 @@ int rshare_pd_export(const rshare_pd *pd, void *buf, size_t cap, size_t *len)
 
 int rshare_pd_import(rshare_device *dev, const void *blob, size_t len, rshare_pd **out)
 {
-	struct rs_obj obj = { .imported = true };
-	struct rs_slot *ds;
-	struct rs_blob b;
-	int status;
-
-	if (!out)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
-	status = rs_pin(dev, RS_OBJ_DEVICE, &ds);
-	if (status)
-		RS_RETURN(status);
-	obj.dev = ds->u.dev;
-	status = rs_blob_decode(blob, len, &b);
-	if (!status)
-		status = rs_blob_check_target(&b, RSHARE_KIND_PD, &obj.dev->ctx);
-	if (!status) {
-		obj.u.pd.handle = b.handle;
-		obj.u.pd.serial = b.serial;
-		status = obj.dev->ctx.ops->pd_import(&obj.dev->ctx, &obj.u.pd);
-	}
-	if (!status)
-		status = rs_obj_publish(ds, &pd_kind, &obj, (void **)out);
-	rs_unpin(ds);
-	RS_RETURN(status);
+	RS_RETURN(rs_obj_import(dev, &pd_ops, blob, len, (void **)out));
 }
 
 int rshare_pd_unimport(rshare_pd *pd)
 {
-	RS_RETURN(rs_obj_release(pd, &pd_kind, false));
+	RS_RETURN(rs_obj_release(pd, &pd_ops, false));
 }
 
 int rshare_pd_free(rshare_pd *pd)
 {
-	RS_RETURN(rs_obj_release(pd, &pd_kind, true));
+	RS_RETURN(rs_obj_release(pd, &pd_ops, true));
 }
 
 int rshare_pd_handle(const rshare_pd *pd, uint32_t *handle)

@@ -6,6 +6,17 @@
 #include "internal.h"
 #include "util/error.h"
 
+static int var_alloc(struct rs_obj *obj, uint32_t flags)
+{
+	return obj->dev->ctx.ops->var_alloc(&obj->dev->ctx, flags, &obj->u.var.info);
+}
+
+static int var_import(struct rs_obj *obj, const struct rs_blob *b)
+{
+	rs_var_from_blob(&obj->u.var.info, b);
+	return obj->dev->ctx.ops->var_import(&obj->dev->ctx, &obj->u.var.info);
+}
+
 static void var_unimport(struct rs_obj *obj)
 {
 	obj->dev->ctx.ops->var_unimport(&obj->dev->ctx, &obj->u.var.info);
@@ -24,31 +35,18 @@ static void var_unmap(struct rs_obj *obj)
 		munmap(addr, obj->u.var.info.length);
 }
 
-static const struct rs_obj_ops var_kind = {
-	.slot_kind = RS_OBJ_VAR, .unimport = var_unimport, .destroy = var_destroy,
+static const struct rs_obj_ops var_ops = {
+	.slot_kind = RS_OBJ_VAR, .blob_kind = RSHARE_KIND_VAR, .alloc = var_alloc,
+	.import = var_import, .unimport = var_unimport, .destroy = var_destroy,
 	.unmap = var_unmap,
 };
 
 int rshare_var_alloc(rshare_device *dev, uint32_t flags, rshare_var **out)
 {
-	struct rs_obj obj = { .imported = false };
-	struct rs_slot *ds;
-	int status;
-
-	if (!out)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
 	if (flags & ~(uint32_t)RSHARE_VAR_FLAG_TLP)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "unknown VAR flags 0x%x",
 				  flags & ~(uint32_t)RSHARE_VAR_FLAG_TLP));
-	status = rs_pin(dev, RS_OBJ_DEVICE, &ds);
-	if (status)
-		RS_RETURN(status);
-	obj.dev = ds->u.dev;
-	status = obj.dev->ctx.ops->var_alloc(&obj.dev->ctx, flags, &obj.u.var.info);
-	if (!status)
-		status = rs_obj_publish(ds, &var_kind, &obj, (void **)out);
-	rs_unpin(ds);
-	RS_RETURN(status);
+	RS_RETURN(rs_obj_alloc(dev, &var_ops, flags, (void **)out));
 }
 
 int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
@@ -78,38 +76,17 @@ int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 
 int rshare_var_import(rshare_device *dev, const void *blob, size_t len, rshare_var **out)
 {
-	struct rs_obj obj = { .imported = true };
-	struct rs_slot *ds;
-	struct rs_blob b;
-	int status;
-
-	if (!out)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
-	status = rs_pin(dev, RS_OBJ_DEVICE, &ds);
-	if (status)
-		RS_RETURN(status);
-	obj.dev = ds->u.dev;
-	status = rs_blob_decode(blob, len, &b);
-	if (!status)
-		status = rs_blob_check_target(&b, RSHARE_KIND_VAR, &obj.dev->ctx);
-	if (!status) {
-		rs_var_from_blob(&obj.u.var.info, &b);
-		status = obj.dev->ctx.ops->var_import(&obj.dev->ctx, &obj.u.var.info);
-	}
-	if (!status)
-		status = rs_obj_publish(ds, &var_kind, &obj, (void **)out);
-	rs_unpin(ds);
-	RS_RETURN(status);
+	RS_RETURN(rs_obj_import(dev, &var_ops, blob, len, (void **)out));
 }
 
 int rshare_var_unimport(rshare_var *var)
 {
-	RS_RETURN(rs_obj_release(var, &var_kind, false));
+	RS_RETURN(rs_obj_release(var, &var_ops, false));
 }
 
 int rshare_var_free(rshare_var *var)
 {
-	RS_RETURN(rs_obj_release(var, &var_kind, true));
+	RS_RETURN(rs_obj_release(var, &var_ops, true));
 }
 
 int rshare_var_attrs(const rshare_var *var, uint32_t *page_id, uint32_t *length,
