@@ -1,0 +1,411 @@
+-- The rshare Lua API, written once for both modules: rshare.ffi (LuaJIT)
+-- and rshare.swig (Lua 5.4) each hand build() a small backend table and get
+-- back the module: the device, PD, VAR and map classes and the module
+-- functions, with one set of conventions (docs/lua.md):
+--  * a function returns its value(s), or nil, message, code on a runtime
+--    failure (message from rshare_last_error(), code the status name such as
+--    "RSHARE_E_STALE"); a wrong Lua argument type raises an error;
+--  * a PD or VAR keeps its device alive, a map keeps its VAR alive;
+--  * finalizers only ever release this process's handle (unimport, device
+--    close), exactly once; they never destroy a shared object. An explicit
+--    unimport()/free()/close() that succeeds disarms the finalizer, and a
+--    second one returns nil, msg, "RSHARE_E_STALE" from the C library
+--    (handles are generation-checked, so a stale one is always safe to pass).
+--
+-- The backend. Its C calls follow rshare_core's convention: the status
+-- first, then the out values, which mean something only when the status is
+-- OK. They are named as in rshare_core (rshare_ prefix dropped):
+--   device_open(name) device_import(fd) device_close(h) device_fd(h)
+--   device_name(h) device_guid(h) device_provider(h)
+--   pd_alloc(dev_h) pd_import(dev_h, bytes) pd_export(h) pd_handle(h)
+--   pd_unimport(h) pd_free(h)
+--   var_alloc(dev_h, flags) var_import(dev_h, bytes) var_export(h)
+--   var_attrs(h) var_map(h) -> st, page  var_unmap(h) var_unimport(h)
+--   var_free(h)
+--   devices_count() devices_get(i) -> st, name, guid, provider
+--   blob_kind(bytes) blob_describe(bytes) blob_to_text(bytes)
+--   blob_from_text(text) channel_send(fd, dev_h, payload)
+--   channel_recv(fd) -> st, dev_h, payload
+-- and these return plain Lua values: version() last_error() last_errno()
+-- status_name(st) strerror(st). Besides the C calls, only what differs:
+--   OK, E_BUSY, VAR_FLAG_TLP, BLOB_MAX, TEXT_MAX, PAYLOAD_MAX, name
+--   guid_string(guid)             a guid out value as "0x%016x"
+--   page_read(h, page, off, n)    -> st, bytes   (h: the VAR; page: what
+--   page_write(h, page, off, s)   -> st           var_map gave; in bounds)
+--   track(obj, finalize)  arrange for finalize(obj.h) to run once when obj
+--                         is collected, keeping obj.dev alive until then
+--   untrack(obj)          cancel that (the handle was released)
+--   gc                    the classes' __gc metamethod, if the backend
+--                         finalizes the object tables themselves
+--   pending_entry(h)      -> key, handle: how to remember a device handle
+--                         in a finalizer (see pending_close below)
+--   new_map()             -> a new map object and its own metatable (each
+--                         map has one); the object must honour __len
+local util = require "rshare.util"
+
+local objects = {}
+
+function objects.build(B)
+  local OK, E_BUSY = B.OK, B.E_BUSY
+  -- Locals for what the methods call (fewer lookups on the LuaJIT fast
+  -- path); the rest is looked up in B when called.
+  local last_error, status_name, guid_string = B.last_error, B.status_name, B.guid_string
+  local device_close, pd_unimport, var_unimport = B.device_close, B.pd_unimport, B.var_unimport
+  local pd_handle, pd_export, var_export = B.pd_handle, B.pd_export, B.var_export
+  local var_attrs, var_map, var_unmap = B.var_attrs, B.var_map, B.var_unmap
+  local page_read, page_write = B.page_read, B.page_write
+  local track, untrack = B.track, B.untrack
+
+  local M = {}
+
+  local function fail(st)
+    return nil, last_error(), status_name(st)
+  end
+
+  -- The value of a call that returns one, or the failure.
+  local function value(st, v)
+    if st ~= OK then return fail(st) end
+    return v
+  end
+
+  -- The same, passed through as(value).
+  local function value_as(as, st, v)
+    if st ~= OK then return fail(st) end
+    return as(v)
+  end
+
+  local function done(st)
+    if st ~= OK then return fail(st) end
+    return true
+  end
+
+  local function provider_name(p) return util.PROVIDERS[p] or p end
+  local function kind_name(k) return util.KINDS[k] or k end
+
+  -- Blob arguments: binary bytes, or the "rshare:..." text form.
+  local function blob_arg(blob, fname)
+    util.check_type(blob, "string", fname, 1)
+    if util.is_text_blob(blob) then return M.from_text(blob) end
+    return blob
+  end
+
+  local function class()
+    local c = { __gc = B.gc }
+    c.__index = c
+    return c
+  end
+  local Device, Pd, Var = class(), class(), class()
+
+  ----------------------------------------------------------------------
+  -- Finalizers
+  ----------------------------------------------------------------------
+
+  -- Devices whose finalizer found them still busy. While the program runs
+  -- an object keeps its device reachable, so the device is finalized after
+  -- it. When the Lua state closes, though, every finalizer runs: LuaJIT
+  -- runs them in no set order, Lua 5.4 in reverse order of creation (the
+  -- device normally last). A device that goes before its objects is closed
+  -- by the last of them. The entries hold handles only, never an object:
+  -- under LuaJIT a finalizer must not reach the object that owns its cdata
+  -- (that would keep the cdata alive for ever).
+  local pending_close, pending_count = {}, 0
+
+  local function close_pending()
+    for key, h in pairs(pending_close) do
+      if device_close(h) ~= E_BUSY then
+        pending_close[key] = nil
+        pending_count = pending_count - 1
+      end
+    end
+  end
+
+  local function finalize_device(h)
+    if device_close(h) == E_BUSY then
+      local key, handle = B.pending_entry(h)
+      pending_close[key] = handle
+      pending_count = pending_count + 1
+    end
+  end
+
+  local function child_finalizer(unimport)
+    return function(h)
+      unimport(h)
+      if pending_count > 0 then close_pending() end
+    end
+  end
+  local finalize_pd = child_finalizer(pd_unimport)
+  local finalize_var = child_finalizer(var_unimport)
+
+  local function new_object(class_, finalize, fields)
+    local obj = setmetatable(fields, class_)
+    track(obj, finalize)
+    return obj
+  end
+
+  -- make(h, owner): the constructors below, for a call's new handle.
+  local function adopt(make, owner, st, h)
+    if st ~= OK then return fail(st) end
+    return make(h, owner)
+  end
+
+  local function new_device(h)
+    return new_object(Device, finalize_device, { h = h })
+  end
+
+  local function new_pd(h, dev)
+    return new_object(Pd, finalize_pd, { h = h, dev = dev })
+  end
+
+  -- mapgen counts the ways the page went away; maps remember the count.
+  local function new_var(h, dev)
+    return new_object(Var, finalize_var, { h = h, dev = dev, mapgen = 0 })
+  end
+
+  -- Shared by unimport and free: on success the handle is released, so the
+  -- finalizer is disarmed; on failure (e.g. NOT_FOUND after another process
+  -- freed the object) the handle stays live and the finalizer stays armed.
+  local function release(self, fn)
+    local st = fn(self.h)
+    if st ~= OK then return fail(st) end
+    untrack(self)
+    if pending_count > 0 then close_pending() end
+    return true
+  end
+
+  ----------------------------------------------------------------------
+  -- Devices
+  ----------------------------------------------------------------------
+
+  function M.open(name)
+    if name ~= nil then util.check_type(name, "string", "open", 1) end
+    return adopt(new_device, nil, B.device_open(name))
+  end
+
+  function M.from_fd(fd)
+    util.check_int(fd, "from_fd", 1)
+    return adopt(new_device, nil, B.device_import(fd))
+  end
+
+  function Device:fd() return value(B.device_fd(self.h)) end
+  function Device:name() return value(B.device_name(self.h)) end
+
+  function Device:guid() return value_as(guid_string, B.device_guid(self.h)) end
+  function Device:provider() return value_as(provider_name, B.device_provider(self.h)) end
+
+  function Device:close()
+    local st = device_close(self.h)
+    if st ~= OK then return fail(st) end
+    untrack(self)
+    return true
+  end
+
+  function Device:alloc_pd()
+    return adopt(new_pd, self, B.pd_alloc(self.h))
+  end
+
+  function Device:alloc_var(flags)
+    if flags ~= nil then util.check_int(flags, "alloc_var", 1, 0) end
+    return adopt(new_var, self, B.var_alloc(self.h, flags or 0))
+  end
+
+  function Device:import_pd(blob)
+    local bytes, msg, code = blob_arg(blob, "import_pd")
+    if not bytes then return nil, msg, code end
+    return adopt(new_pd, self, B.pd_import(self.h, bytes))
+  end
+
+  function Device:import_var(blob)
+    local bytes, msg, code = blob_arg(blob, "import_var")
+    if not bytes then return nil, msg, code end
+    return adopt(new_var, self, B.var_import(self.h, bytes))
+  end
+
+  ----------------------------------------------------------------------
+  -- PDs and VARs
+  ----------------------------------------------------------------------
+
+  function Pd:export() return value(pd_export(self.h)) end
+  function Pd:handle() return value(pd_handle(self.h)) end
+  function Pd:device() return self.dev end
+  function Pd:unimport() return release(self, pd_unimport) end
+  function Pd:free() return release(self, B.pd_free) end
+
+  function Var:export() return value(var_export(self.h)) end
+  function Var:device() return self.dev end
+
+  -- Every way the page can go away invalidates the map objects first.
+  function Var:unmap()
+    self.mapgen = self.mapgen + 1
+    return done(var_unmap(self.h))
+  end
+
+  function Var:unimport()
+    self.mapgen = self.mapgen + 1
+    return release(self, var_unimport)
+  end
+
+  function Var:free()
+    self.mapgen = self.mapgen + 1
+    return release(self, B.var_free)
+  end
+
+  function Var:attrs()
+    local st, page_id, length, mmap_off = var_attrs(self.h)
+    if st ~= OK then return fail(st) end
+    return { page_id = page_id, length = length, mmap_off = mmap_off }
+  end
+
+  ----------------------------------------------------------------------
+  -- Mapped VAR pages: objects with bounds-checked read/write that refuse
+  -- to touch the page once the VAR was unmapped, unimported or freed.
+  ----------------------------------------------------------------------
+
+  local Map = {}
+  local function map_len(m) return (Map.len(m)) end
+  local function map_tostring() return "rshare VAR map" end
+  -- The map objects map() made: no other value passes for a map. A map's
+  -- state is in its own metatable, which keeps its VAR alive. The values
+  -- are plain `true`: a weak-keyed table under LuaJIT keeps its values
+  -- alive, which must not hold a VAR (and its device) for another cycle.
+  local maps = setmetatable({}, { __mode = "k" })
+
+  local function not_a_map(level)
+    error("rshare: not a VAR map object", level + 1)
+  end
+
+  local function map_state(m)
+    if not maps[m] then not_a_map(3) end
+    local s = getmetatable(m)
+    if s.var.mapgen ~= s.gen then
+      return nil, "rshare map: the VAR page was unmapped, unimported or freed", "RSHARE_E_STALE"
+    end
+    return s
+  end
+
+  local function range_error(what)
+    return nil, "rshare map: " .. what, "RSHARE_E_INVAL"
+  end
+
+  function Map.read(m, off, n)
+    local s, msg, code = map_state(m)
+    if not s then return nil, msg, code end
+    off = off or 0
+    if not util.is_count(off) or off > s.len then return range_error("offset out of range") end
+    n = n or s.len - off
+    if not util.is_count(n) or n > s.len - off then return range_error("length out of range") end
+    return value(page_read(s.var.h, s.page, off, n))
+  end
+
+  function Map.write(m, off, bytes)
+    local s, msg, code = map_state(m)
+    if not s then return nil, msg, code end
+    util.check_type(bytes, "string", "map:write", 2)
+    if not util.is_count(off) or off > s.len then return range_error("offset out of range") end
+    if #bytes > s.len - off then return range_error("write past the end of the page") end
+    return done(page_write(s.var.h, s.page, off, bytes))
+  end
+
+  function Map.len(m)
+    local s, msg, code = map_state(m)
+    if not s then return nil, msg, code end
+    return s.len
+  end
+
+  function Map.valid(m) return map_state(m) ~= nil end
+
+  function Map.unmap(m)
+    if not maps[m] then not_a_map(2) end
+    return getmetatable(m).var:unmap()
+  end
+
+  function Var:map()
+    local st, page = var_map(self.h)
+    if st ~= OK then return fail(st) end
+    local _, length
+    st, _, length = var_attrs(self.h)
+    if st ~= OK then return fail(st) end
+    local m, s = B.new_map()
+    s.__index, s.__len, s.__tostring = Map, map_len, map_tostring
+    s.var, s.gen, s.page, s.len = self, self.mapgen, page, length
+    maps[m] = true
+    return m
+  end
+
+  ----------------------------------------------------------------------
+  -- Library, device list, blobs, channel
+  ----------------------------------------------------------------------
+
+  function M.version() return B.version() end
+  function M.last_error() return last_error() end
+  function M.last_errno() return B.last_errno() end
+
+  function M.status_name(st)
+    util.check_type(st, "number", "status_name", 1)
+    return status_name(st)
+  end
+
+  function M.strerror(st)
+    util.check_type(st, "number", "strerror", 1)
+    return B.strerror(st)
+  end
+
+  function M.devices()
+    local st, count = B.devices_count()
+    if st ~= OK then return fail(st) end
+    local list = {}
+    for i = 0, count - 1 do
+      local name, guid, provider
+      st, name, guid, provider = B.devices_get(i)
+      if st ~= OK then return fail(st) end
+      list[#list + 1] = { index = i, name = name, guid = guid_string(guid),
+                          provider = provider_name(provider) }
+    end
+    return list
+  end
+
+  function M.kind(blob)
+    local bytes, msg, code = blob_arg(blob, "kind")
+    if not bytes then return nil, msg, code end
+    return value_as(kind_name, B.blob_kind(bytes))
+  end
+
+  function M.inspect(blob)
+    local bytes, msg, code = blob_arg(blob, "inspect")
+    if not bytes then return nil, msg, code end
+    return value_as(util.json_decode, B.blob_describe(bytes))
+  end
+
+  function M.to_text(blob)
+    util.check_type(blob, "string", "to_text", 1)
+    return value(B.blob_to_text(blob))
+  end
+
+  function M.from_text(text)
+    util.check_type(text, "string", "from_text", 1)
+    return value(B.blob_from_text(text))
+  end
+
+  function M.send(fd, dev, payload)
+    util.check_int(fd, "send", 1)
+    if getmetatable(dev) ~= Device then error("rshare.send: bad argument #2 (device expected)", 2) end
+    payload = payload or ""
+    util.check_type(payload, "string", "send", 3)
+    return done(B.channel_send(fd, dev.h, payload))
+  end
+
+  -- Returns the received device and the payload string.
+  function M.recv(fd)
+    util.check_int(fd, "recv", 1)
+    local st, h, payload = B.channel_recv(fd)
+    if st ~= OK then return fail(st) end
+    return new_device(h), payload
+  end
+
+  -- Constants, for callers that do not want to spell numbers.
+  M.VAR_FLAG_TLP, M.BLOB_MAX = B.VAR_FLAG_TLP, B.BLOB_MAX
+  M.TEXT_MAX, M.PAYLOAD_MAX = B.TEXT_MAX, B.PAYLOAD_MAX
+  M.backend = B.name
+  return M
+end
+
+return objects
