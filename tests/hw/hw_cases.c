@@ -281,3 +281,30 @@ void case_pd_limit(const struct hw_target *t)
 	CHECK_OK(rshare_pd_free(pds[0]));
 	CHECK_OK(rshare_device_close(a));
 }
+
+void case_pd_errno_map(const struct hw_target *t)
+{
+	static const struct { int err; int status; } map[] = {
+		{ EPERM, RSHARE_E_PERM },        { EACCES, RSHARE_E_PERM },
+		{ ENOMEM, RSHARE_E_NOMEM },      { EOPNOTSUPP, RSHARE_E_UNSUPPORTED },
+		{ EBUSY, RSHARE_E_BUSY },        { EIO, RSHARE_E_IO },
+		{ EFAULT, RSHARE_E_IO },
+	};
+	rshare_device *a = open_dev(t->name);
+	rshare_pd *pd;
+	char num[16];
+
+	/* What rdma-core says becomes a status, with its errno kept and named. */
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		snprintf(num, sizeof(num), "%d", map[i].err);
+		setenv("STANDIN_FAIL_ALLOC_PD", num, 1);
+		CHECK_ST(rshare_pd_alloc(a, &pd), map[i].status);
+		CHECK(rshare_last_errno() == map[i].err);
+		CHECK_MSG(strerror(map[i].err));
+		CHECK_MSG("rshare_pd_alloc");
+	}
+	unsetenv("STANDIN_FAIL_ALLOC_PD");
+	CHECK_OK(rshare_pd_alloc(a, &pd));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(a));
+}

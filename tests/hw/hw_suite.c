@@ -128,6 +128,7 @@ int main(int argc, char **argv)
 	if (t.standin) {
 		case_import_adopted_then_failed(&t);
 		case_pd_limit(&t);
+		case_pd_errno_map(&t);
 		case_var_not_mlx5(&t);
 		case_var_limit(&t);
 	}

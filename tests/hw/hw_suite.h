@@ -37,6 +37,7 @@ void case_pd_local(const struct hw_target *t);
 void case_pd_freed_elsewhere(const struct hw_target *t);
 void case_guid_mismatch(const struct hw_target *t);
 void case_pd_limit(const struct hw_target *t);
+void case_pd_errno_map(const struct hw_target *t);
 
 /* hw_var_cases.c */
 void case_var_local(const struct hw_target *t);

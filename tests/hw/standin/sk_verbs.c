@@ -198,7 +198,10 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	uint32_t handle;
 	struct ibv_pd *pd;
-	int err = sk_obj_create(context, SK_PD, &handle, NULL);
+	/* Test hook: STANDIN_FAIL_ALLOC_PD=<errno> makes the kernel refuse, as
+	 * it does with EPERM, EACCES, EOPNOTSUPP, EIO... */
+	const char *inject = getenv("STANDIN_FAIL_ALLOC_PD");
+	int err = inject ? atoi(inject) : sk_obj_create(context, SK_PD, &handle, NULL);
 
 	if (err) {
 		errno = err;
