@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config
   libibverbs-dev libffi-dev
   swig python3 python3-dev python3-pytest python3-cffi
-  lua5.4 liblua5.4-dev luajit libluajit-5.1-dev
+  lua5.4 liblua5.4-dev luajit
   abigail-tools clang libclang-rt-14-dev"
 
 install_missing() {
