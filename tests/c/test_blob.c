@@ -60,6 +60,30 @@ static void battery(rshare_device *dev, const unsigned char *blob, size_t len, i
 	CHECK_ST(rshare_blob_kind(copy, len + 1, &kind), RSHARE_E_BLOB_CORRUPT);
 }
 
+/* The documented checksum, computed the slow way (abi/BLOB-FORMAT.md):
+ * CRC-32C, reflected polynomial 0x82F63B78, init and final xor ~0. */
+static uint32_t reference_crc32c(const unsigned char *p, size_t n)
+{
+	uint32_t crc = 0xffffffffu;
+
+	while (n--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78u : crc >> 1;
+	}
+	return crc ^ 0xffffffffu;
+}
+
+static void check_layout(const unsigned char *b, size_t len, int kind)
+{
+	uint32_t crc = (uint32_t)b[len - 4] | (uint32_t)b[len - 3] << 8 |
+		       (uint32_t)b[len - 2] << 16 | (uint32_t)b[len - 1] << 24;
+
+	CHECK(memcmp(b, "RSHB", 4) == 0 && b[4] == 1 && b[5] == kind && b[7] == 0);
+	CHECK((size_t)(b[8] | b[9] << 8) == len);
+	CHECK(crc == reference_crc32c(b, len - 4));
+}
+
 int main(void)
 {
 	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX], b[RSHARE_BLOB_MAX];
@@ -75,7 +99,9 @@ int main(void)
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
 	pd_len = export_pd(pd, pd_blob);
 	var_len = export_var(var, var_blob);
-	CHECK(pd_len < 100 && var_len < 100);
+	CHECK(pd_len == 44 && var_len == 60);
+	check_layout(pd_blob, pd_len, RSHARE_KIND_PD);
+	check_layout(var_blob, var_len, RSHARE_KIND_VAR);
 
 	battery(dev, pd_blob, pd_len, 1);
 	battery(dev, var_blob, var_len, 0);

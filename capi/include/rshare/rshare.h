@@ -200,11 +200,10 @@ RSHARE_API int rshare_device_provider(const rshare_device *dev, int *provider);
 /**
  * Close the context and its fd. Objects stay alive for other processes that
  * share the context; the provider destroys them when the last fd closes.
- * Calls on dev in progress in other threads (a blocked
- * rshare_channel_send() included) are waited for; later ones get STALE.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (already closed);
  * RSHARE_E_BUSY while PDs or VARs made or imported through dev are live in
- * this process (the device stays open).
+ * this process, or while another thread is inside a call on dev (a blocked
+ * rshare_channel_send() included); the device then stays open.
  */
 RSHARE_API int rshare_device_close(rshare_device *dev);
 

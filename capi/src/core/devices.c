@@ -105,7 +105,6 @@ static int publish_device(struct rs_ctx *ctx, struct rs_device **out_dev,
 		return status;
 	}
 	dev->ctx = *ctx;
-	atomic_init(&dev->children, 0);
 	slot->u.dev = dev;
 	*out = rs_slot_publish(slot, RS_OBJ_DEVICE);
 	if (out_dev)
@@ -247,19 +246,19 @@ int rshare_device_close(rshare_device *dev)
 {
 	struct rs_slot *slot;
 	struct rs_device *d;
-	size_t live;
-	int status = rs_retire_begin(dev, RS_OBJ_DEVICE, &slot);
+	uint64_t pins;
+	int status = rs_retire_if_idle(dev, RS_OBJ_DEVICE, &slot, &pins);
 
+	/* Every live PD and VAR of the device holds a pin on it, as does every
+	 * call on it in progress. */
+	if (status == RSHARE_E_BUSY)
+		RS_RETURN(rs_fail(RSHARE_E_BUSY, 0,
+				  "%llu PD/VAR handle(s) or call(s) in progress are still live "
+				  "on this device; free or unimport them first",
+				  (unsigned long long)pins));
 	if (status)
 		RS_RETURN(status);
 	d = slot->u.dev;
-	live = atomic_load(&d->children);
-	if (live) {
-		rs_retire_cancel(slot);
-		RS_RETURN(rs_fail(RSHARE_E_BUSY, 0,
-				  "%zu PD/VAR handle(s) of this device are still live; "
-				  "free or unimport them first", live));
-	}
 	rs_retire_commit(slot);
 	d->ctx.ops->close(&d->ctx);
 	free(d);

@@ -170,9 +170,17 @@ static inline bool usable(uint64_t s, uint32_t gen, const struct rs_slot *slot,
 	       atomic_load_explicit(&slot->kind, memory_order_relaxed) == kind;
 }
 
-/* Find the live slot behind h and change its state in one step: add a pin,
- * or mark it dying. Fails, changing nothing, if h is not live. */
-static int claim(const void *h, int kind, bool dying, struct rs_slot **out)
+enum claim_mode {
+	CLAIM_PIN,           /* add a pin */
+	CLAIM_RETIRE,        /* mark dying */
+	CLAIM_RETIRE_IF_IDLE /* mark dying, only if no pin is held */
+};
+
+/* Find the live slot behind h and change its state in one step as mode
+ * says. Fails, changing nothing, if h is not live (STALE) or, for
+ * CLAIM_RETIRE_IF_IDLE, pinned (BUSY, with the pin count in *pins). */
+static int claim(const void *h, int kind, enum claim_mode mode, struct rs_slot **out,
+		 uint64_t *pins)
 {
 	struct rs_slot *slot;
 	uint32_t gen;
@@ -187,8 +195,12 @@ static int claim(const void *h, int kind, bool dying, struct rs_slot **out)
 	do {
 		if (!usable(s, gen, slot, kind))
 			return stale(h, kind);
+		if (mode == CLAIM_RETIRE_IF_IDLE && (s & ST_PINS)) {
+			*pins = s & ST_PINS;
+			return RSHARE_E_BUSY;
+		}
 	} while (!atomic_compare_exchange_weak_explicit(&slot->state, &s,
-							dying ? s | ST_DYING : s + 1,
+							mode == CLAIM_PIN ? s + 1 : s | ST_DYING,
 							memory_order_acquire,
 							memory_order_acquire));
 	*out = slot;
@@ -197,7 +209,7 @@ static int claim(const void *h, int kind, bool dying, struct rs_slot **out)
 
 int rs_pin(const void *h, int kind, struct rs_slot **out)
 {
-	return claim(h, kind, false, out);
+	return claim(h, kind, CLAIM_PIN, out, NULL);
 }
 
 void rs_unpin(struct rs_slot *slot)
@@ -207,7 +219,7 @@ void rs_unpin(struct rs_slot *slot)
 
 int rs_retire_begin(const void *h, int kind, struct rs_slot **out)
 {
-	int status = claim(h, kind, true, out);
+	int status = claim(h, kind, CLAIM_RETIRE, out, NULL);
 
 	if (status)
 		return status;
@@ -215,6 +227,11 @@ int rs_retire_begin(const void *h, int kind, struct rs_slot **out)
 	while (atomic_load_explicit(&(*out)->state, memory_order_acquire) & ST_PINS)
 		sched_yield();
 	return RSHARE_OK;
+}
+
+int rs_retire_if_idle(const void *h, int kind, struct rs_slot **out, uint64_t *pins)
+{
+	return claim(h, kind, CLAIM_RETIRE_IF_IDLE, out, pins);
 }
 
 void rs_retire_commit(struct rs_slot *slot)

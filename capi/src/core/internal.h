@@ -9,8 +9,10 @@
  *
  * A call pins the slot for its duration (one CAS); destroying an object
  * first marks the slot dying, which turns away new pins, then waits for the
- * in-flight ones to drain. Slots live in chunks that are never freed, so a
- * lookup can always read the slot it names.
+ * in-flight ones to drain. A live PD or VAR holds a pin on its device for
+ * its whole life, which is what keeps the device from closing under it.
+ * Slots live in chunks that are never freed, so a lookup can always read
+ * the slot it names.
  */
 #ifndef RSHARE_CORE_INTERNAL_H
 #define RSHARE_CORE_INTERNAL_H
@@ -27,16 +29,13 @@ enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3 };
 
 struct rs_device {
 	struct rs_ctx ctx;
-	/* PDs and VARs made or imported through this handle and still live.
-	 * Incremented only while the device is pinned, so once close has
-	 * drained the pins it can only go down. */
-	atomic_size_t children;
 };
 
 /* A PD or a VAR as the core keeps it: the provider's view plus what the
  * core adds (its device, how it came here, the VAR page mapping). */
 struct rs_obj {
 	struct rs_device *dev;
+	struct rs_slot *dev_slot; /* pinned by this object while it lives */
 	bool imported;
 	union {
 		struct rs_pd_info pd;
@@ -76,6 +75,9 @@ void rs_unpin(struct rs_slot *slot);
  * rs_retire_cancel (the object stays live, e.g. a failed free). */
 int rs_retire_begin(const void *h, int kind, struct rs_slot **slot);
 void rs_retire_commit(struct rs_slot *slot);
+/* As rs_retire_begin, but refuse with RSHARE_E_BUSY (*pins set, nothing
+ * recorded) while any pin is held instead of waiting. */
+int rs_retire_if_idle(const void *h, int kind, struct rs_slot **slot, uint64_t *pins);
 void rs_retire_cancel(struct rs_slot *slot);
 
 /* What differs between the kinds of shared object in their common life
@@ -84,7 +86,9 @@ void rs_retire_cancel(struct rs_slot *slot);
 struct rs_obj_ops {
 	int slot_kind; /* RS_OBJ_PD or RS_OBJ_VAR */
 	int blob_kind; /* RSHARE_KIND_PD or RSHARE_KIND_VAR */
-	/* Provider calls; obj->dev is set. import takes the validated blob. */
+	/* Provider calls. obj->dev is set; each initialises the rest of its
+	 * part of obj (the slot it is built in may hold an old object).
+	 * import takes the validated blob. */
 	int (*alloc)(struct rs_obj *obj, uint32_t flags);
 	int (*import)(struct rs_obj *obj, const struct rs_blob *b);
 	void (*unimport)(struct rs_obj *obj);

@@ -7,13 +7,13 @@
 static int pd_alloc(struct rs_obj *obj, uint32_t flags)
 {
 	(void)flags;
+	obj->u.pd = (struct rs_pd_info){ 0 };
 	return obj->dev->ctx.ops->pd_alloc(&obj->dev->ctx, &obj->u.pd);
 }
 
 static int pd_import(struct rs_obj *obj, const struct rs_blob *b)
 {
-	obj->u.pd.handle = b->handle;
-	obj->u.pd.serial = b->serial;
+	obj->u.pd = (struct rs_pd_info){ .handle = b->handle, .serial = b->serial };
 	return obj->dev->ctx.ops->pd_import(&obj->dev->ctx, &obj->u.pd);
 }
 

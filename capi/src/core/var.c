@@ -1,5 +1,6 @@
 /* mlx5 VARs: the PD life cycle plus attributes and the page mapping. */
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "blob.h"
@@ -8,12 +9,15 @@
 
 static int var_alloc(struct rs_obj *obj, uint32_t flags)
 {
+	memset(&obj->u.var.info, 0, sizeof(obj->u.var.info));
+	atomic_init(&obj->u.var.addr, NULL);
 	return obj->dev->ctx.ops->var_alloc(&obj->dev->ctx, flags, &obj->u.var.info);
 }
 
 static int var_import(struct rs_obj *obj, const struct rs_blob *b)
 {
 	rs_var_from_blob(&obj->u.var.info, b);
+	atomic_init(&obj->u.var.addr, NULL);
 	return obj->dev->ctx.ops->var_import(&obj->dev->ctx, &obj->u.var.info);
 }
 

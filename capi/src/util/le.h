@@ -1,46 +1,50 @@
 /* Little-endian field access for byte layouts (blobs, channel headers):
- * memcpy-free shifts, correct on any host byte order and alignment. */
+ * correct on any host byte order and alignment, and a single load or
+ * store on little-endian hosts (memcpy of a fixed size compiles to one). */
 #ifndef RSHARE_UTIL_LE_H
 #define RSHARE_UTIL_LE_H
 
+#include <endian.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline void rs_put16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void rs_put32(uint8_t *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void rs_put64(uint8_t *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline uint16_t rs_get16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] | p[1] << 8);
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return le16toh(v);
 }
 
 static inline uint32_t rs_get32(const uint8_t *p)
 {
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
 }
 
 static inline uint64_t rs_get64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 #endif
