@@ -141,6 +141,20 @@ int main(void)
 	}
 	CHECK_OK(rshare_pd_alloc(dev, &pd2));
 	CHECK_OK(rshare_pd_free(pd2));
+	/* A scribbled allocation hint: still the lowest free handle, never a
+	 * false "full". */
+	t->free_hint = SIM_MAX_OBJECTS - 1;
+	t->objs[SIM_MAX_OBJECTS - 1].type = SIM_PD;
+	CHECK_OK(rshare_pd_alloc(dev, &pd2));
+	{
+		uint32_t h;
+		CHECK_OK(rshare_pd_handle(pd2, &h));
+		CHECK(h < 100); /* found by wrapping round, below the garbage */
+	}
+	CHECK_OK(rshare_pd_free(pd2));
+	t->free_hint = 0xffffffffu;
+	CHECK_OK(rshare_pd_alloc(dev, &pd2));
+	CHECK_OK(rshare_pd_free(pd2));
 
 	/* 5. The file cannot be shrunk or grown under anyone's mappings. */
 	CHECK(ftruncate(fd, 4096) < 0 && errno == EPERM);

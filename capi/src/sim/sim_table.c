@@ -50,6 +50,7 @@ int sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id)
  * that this recovers it (an object's type is written last, cleared first). */
 static void sim_repair(struct sim_table *t)
 {
+	t->free_hint = 0;
 	memset(t->page_used, 0, sizeof(t->page_used));
 	for (uint32_t i = 0; i < SIM_MAX_OBJECTS; i++) {
 		struct sim_obj *o = &t->objs[i];
@@ -135,14 +136,23 @@ int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
 		  uint32_t *handle, uint64_t *serial, uint32_t *page_id)
 {
 	struct sim_table *t;
-	uint32_t i, page = 0;
+	uint32_t i, start, page = 0;
 	int status = sim_lock(v, &t);
 
 	if (status)
 		return status;
-	/* Lowest free handle first, as the kernel's ID allocator does. */
-	for (i = 0; i < SIM_MAX_OBJECTS && t->objs[i].type != SIM_FREE; i++)
+	/* Lowest free handle first, as the kernel's ID allocator does; the
+	 * hint skips the run of used ones. A hint a peer scribbled on is only
+	 * a starting point: the scan wraps round before calling it full. */
+	start = t->free_hint < SIM_MAX_OBJECTS ? t->free_hint : 0;
+	for (i = start; i < SIM_MAX_OBJECTS && t->objs[i].type != SIM_FREE; i++)
 		;
+	if (i == SIM_MAX_OBJECTS) {
+		for (i = 0; i < start && t->objs[i].type != SIM_FREE; i++)
+			;
+		if (i == start)
+			i = SIM_MAX_OBJECTS;
+	}
 	if (i == SIM_MAX_OBJECTS) {
 		status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
 				 "simulated object table is full (%u objects)",
@@ -167,6 +177,7 @@ int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
 	 * dies here must leave a table sim_repair() can make whole. */
 	atomic_signal_fence(memory_order_release);
 	t->objs[i].type = type;
+	t->free_hint = i + 1;
 	*handle = i;
 	*serial = t->objs[i].serial;
 	*page_id = page;
@@ -226,6 +237,8 @@ int sim_obj_free(struct sim_view *v, uint32_t type, uint32_t handle, uint64_t se
 	if (o) {
 		o->type = SIM_FREE; /* unpublish first */
 		atomic_signal_fence(memory_order_release);
+		if (handle < t->free_hint)
+			t->free_hint = handle;
 		if (type == SIM_VAR)
 			t->page_used[o->page_id] = 0;
 	}

@@ -58,6 +58,8 @@ struct sim_table {
 		uint8_t pad[64];
 	} lock;
 	uint64_t next_serial;
+	uint32_t free_hint; /* no free object below this index */
+	uint32_t reserved;
 	uint8_t page_used[SIM_VAR_PAGES];
 	struct sim_obj objs[SIM_MAX_OBJECTS];
 };
