@@ -19,6 +19,7 @@ static const struct rs_provider *const providers[] = {
 
 /* The last scan, for rshare_devices_get(). */
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct rs_devinfo scanned[MAX_LISTED];
 static size_t nscanned;
 static bool have_scan;
@@ -36,6 +37,29 @@ static size_t scan_all(struct rs_devinfo *out, size_t cap)
 	return total;
 }
 
+/* A fork during another thread's scan must not leave the child a lock
+ * nobody will release. */
+static void scan_prepare(void)
+{
+	pthread_mutex_lock(&scan_lock);
+}
+
+static void scan_release(void)
+{
+	pthread_mutex_unlock(&scan_lock);
+}
+
+static void register_scan_atfork(void)
+{
+	pthread_atfork(scan_prepare, scan_release, scan_release);
+}
+
+static void lock_scan(void)
+{
+	pthread_once(&atfork_once, register_scan_atfork);
+	pthread_mutex_lock(&scan_lock);
+}
+
 static void rescan_locked(void)
 {
 	nscanned = scan_all(scanned, MAX_LISTED);
@@ -46,7 +70,7 @@ int rshare_devices_count(size_t *count)
 {
 	if (!count)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "count is NULL"));
-	pthread_mutex_lock(&scan_lock);
+	lock_scan();
 	rescan_locked();
 	*count = nscanned;
 	pthread_mutex_unlock(&scan_lock);
@@ -61,7 +85,7 @@ int rshare_devices_get(size_t index, char *name, size_t cap, uint64_t *guid,
 
 	if (!name && cap)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "name is NULL but cap is %zu", cap));
-	pthread_mutex_lock(&scan_lock);
+	lock_scan();
 	if (!have_scan)
 		rescan_locked();
 	n = nscanned;

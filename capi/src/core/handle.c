@@ -25,6 +25,24 @@ _Static_assert(sizeof(void *) == 8, "handle tokens need 64-bit pointers");
 static _Atomic(struct rs_slot *) chunks[MAX_CHUNKS];
 static atomic_uint nchunks;
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread grows the table must not leave the child a
+ * lock nobody will release. */
+static void grow_prepare(void)
+{
+	pthread_mutex_lock(&grow_lock);
+}
+
+static void grow_release(void)
+{
+	pthread_mutex_unlock(&grow_lock);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(grow_prepare, grow_release, grow_release);
+}
 /* Treiber stack of free slots: tag:32 | (index + 1):32. The tag changes on
  * every push and pop, which rules out ABA. */
 static _Atomic uint64_t free_head;
@@ -77,6 +95,7 @@ static int grow(void)
 {
 	int status = RSHARE_OK;
 
+	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&grow_lock);
 	if ((uint32_t)atomic_load(&free_head) == 0) {
 		uint32_t c = atomic_load(&nchunks);
