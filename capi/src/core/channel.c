@@ -258,7 +258,7 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 				 (msg.msg_flags & MSG_CTRUNC) ? " or more" : "");
 		goto close_fds;
 	}
-	status = rs_device_adopt(fds[0], NULL, (void **)dev);
+	status = rs_device_adopt(fds[0], (void **)dev);
 	if (status)
 		goto close_fds;
 	*len = plen;

@@ -111,8 +111,7 @@ int rshare_devices_get(size_t index, char *name, size_t cap, uint64_t *guid,
 }
 
 /* Wrap an opened context in a new device handle; on failure closes it. */
-static int publish_device(struct rs_ctx *ctx, struct rs_device **out_dev,
-			  void **out)
+static int publish_device(struct rs_ctx *ctx, void **out)
 {
 	struct rs_device *dev = malloc(sizeof(*dev));
 	struct rs_slot *slot;
@@ -131,8 +130,6 @@ static int publish_device(struct rs_ctx *ctx, struct rs_device **out_dev,
 	dev->ctx = *ctx;
 	slot->u.dev = dev;
 	*out = rs_slot_publish(slot, RS_OBJ_DEVICE);
-	if (out_dev)
-		*out_dev = dev;
 	return RSHARE_OK;
 }
 
@@ -154,7 +151,7 @@ static int open_named(const char *name, void **out)
 			if (status)
 				return status;
 			ctx.ops = providers[p];
-			return publish_device(&ctx, NULL, out);
+			return publish_device(&ctx, out);
 		}
 	}
 	return rs_fail(RSHARE_E_NODEV, 0, "no device named \"%s\"%s", name,
@@ -177,7 +174,7 @@ int rshare_device_open(const char *name, rshare_device **out)
 	RS_RETURN(open_named(first.name, (void **)out));
 }
 
-int rs_device_adopt(int fd, struct rs_device **out_dev, void **out)
+int rs_device_adopt(int fd, void **out)
 {
 	const struct rs_provider *owner = &rs_hw_provider;
 	struct rs_ctx ctx = { .fd = -1 };
@@ -195,7 +192,7 @@ int rs_device_adopt(int fd, struct rs_device **out_dev, void **out)
 	if (status)
 		return status;
 	ctx.ops = owner;
-	return publish_device(&ctx, out_dev, out);
+	return publish_device(&ctx, out);
 }
 
 int rshare_device_import(int fd, rshare_device **out)
@@ -210,7 +207,7 @@ int rshare_device_import(int fd, rshare_device **out)
 	if (dup < 0)
 		RS_RETURN(rs_fail(errno == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO, errno,
 				  "cannot duplicate fd %d", fd));
-	status = rs_device_adopt(dup, NULL, (void **)out);
+	status = rs_device_adopt(dup, (void **)out);
 	if (status)
 		rs_close_quietly(dup);
 	RS_RETURN(status);

@@ -57,8 +57,8 @@ struct rs_slot {
 	} u;
 };
 
-/* Take a free slot for a new object of kind. The caller fills slot->u and
- * then publishes it (or gives it back with rs_slot_discard). */
+/* Take a free slot for a new object. The caller fills slot->u and then
+ * publishes it (or gives it back with rs_slot_discard). */
 int rs_slot_reserve(struct rs_slot **slot);
 /* Make a reserved slot live; returns the public handle. */
 void *rs_slot_publish(struct rs_slot *slot, int kind);
@@ -106,6 +106,6 @@ int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy);
 
 /* Adopt an already-duplicated context fd into a new device handle; on
  * failure the fd is still the caller's. Shared by import and channel. */
-int rs_device_adopt(int fd, struct rs_device **out_dev, void **out_handle);
+int rs_device_adopt(int fd, void **out_handle);
 
 #endif
