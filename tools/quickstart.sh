@@ -4,7 +4,7 @@
 #
 #   tools/quickstart.sh demo   install what is missing, build, run `rshare demo`
 #   tools/quickstart.sh test   install what is missing, build, run every test:
-#                              the plain build, then the C suites again under
+#                              the plain build, then again everything under
 #                              AddressSanitizer + UndefinedBehaviorSanitizer
 set -eu
 
@@ -51,7 +51,7 @@ test)
 	install_missing
 	build build
 	(cd build && ctest --output-on-failure -j 2)
-	build build-asan -DRSHARE_SANITIZE=ON -DRSHARE_BINDINGS=OFF
+	build build-asan -DRSHARE_SANITIZE=ON -DRSHARE_BINDINGS=ON
 	(cd build-asan && ctest --output-on-failure -j 2)
 	;;
 *)

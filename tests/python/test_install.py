@@ -29,6 +29,11 @@ def test_installed_package_imports_and_works(tmp_path):
     # module's install RPATH (the prefix's libdir), not the build tree.
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": site,
            "PYTHONNOUSERSITE": "1"}
+    # A sanitized build's runtimes must still be preloaded (see the top-level
+    # CMakeLists.txt); they change nothing about where rshare is found.
+    for var in ("LD_PRELOAD", "ASAN_OPTIONS"):
+        if var in os.environ:
+            env[var] = os.environ[var]
     code = ("import rshare, os\n"
             "assert rshare.__file__.startswith(os.environ['PYTHONPATH']), rshare.__file__\n"
             "with rshare.open('sim0') as d, d.alloc_pd() as p:\n"
