@@ -14,6 +14,7 @@
  * mean of its group.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,125 +235,169 @@ static int bench_var(rshare_device *dev, struct rs_ctx *ctx)
 	return 0;
 }
 
-/* The peer of the sharing benchmark. mode 0: raw SCM_RIGHTS receive and
- * close; mode 1: rshare_channel_recv; mode 2: that plus importing (and
- * unimporting) every PD blob of the payload. Acks each message. */
-static void share_peer(int sock, int mode, size_t cap)
-{
-	uint8_t *buf = malloc(cap);
-	char ctl[CMSG_SPACE(sizeof(int))];
+/* The sharing benchmark's three ways to hand over a device and a payload,
+ * measured in alternation so that all three see the same scheduler and
+ * CPU state (wake-up latency on an idle machine varies a lot over time). */
+enum { SHARE_RAW, SHARE_CHANNEL, SHARE_IMPORT, NSHARE };
 
-	for (;;) {
-		size_t len = 0;
-		if (mode == 0) {
-			struct iovec iov = { buf, cap };
-			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-					    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-			ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-			int fd;
-			if (r <= 0)
-				break;
-			if (cm) {
-				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-				close(fd);
-			}
-		} else {
-			rshare_device *dev;
-			if (rshare_channel_recv(sock, &dev, buf, cap, &len))
-				break;
-			for (size_t off = 0; mode == 2 && off < len;) {
-				size_t blen = buf[off + 8] | (size_t)buf[off + 9] << 8;
-				rshare_pd *pd;
-				if (rshare_pd_import(dev, buf + off, blen, &pd) == RSHARE_OK)
-					rshare_pd_unimport(pd);
-				off += blen;
-			}
-			rshare_device_close(dev);
+/* The peer's side of one message. SHARE_RAW: recvmsg and close the fd.
+ * SHARE_CHANNEL: rshare_channel_recv (which imports the device).
+ * SHARE_IMPORT: that, plus importing and unimporting every PD blob. */
+static int share_receive(int sock, int mode, uint8_t *buf, size_t cap)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	rshare_device *dev;
+	size_t len = 0;
+
+	if (mode == SHARE_RAW) {
+		struct iovec iov = { buf, cap };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+		struct cmsghdr *cm;
+		int fd;
+
+		if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) <= 0)
+			return -1;
+		cm = CMSG_FIRSTHDR(&m);
+		if (cm) {
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+			close(fd);
 		}
-		if (send(sock, "k", 1, MSG_NOSIGNAL) != 1)
-			break;
+		return 0;
 	}
-	free(buf);
+	if (rshare_channel_recv(sock, &dev, buf, cap, &len))
+		return -1;
+	for (size_t off = 0; mode == SHARE_IMPORT && off + 10 <= len;) {
+		size_t blen = buf[off + 8] | (size_t)buf[off + 9] << 8; /* length field */
+		rshare_pd *pd;
+		if (rshare_pd_import(dev, buf + off, blen, &pd) == RSHARE_OK)
+			rshare_pd_unimport(pd);
+		off += blen;
+	}
+	rshare_device_close(dev);
+	return 0;
+}
+
+static void share_peer(const int *socks)
+{
+	static uint8_t buf[RSHARE_PAYLOAD_MAX]; /* full size: no sizing peek */
+	struct pollfd pfd[NSHARE];
+
+	for (int m = 0; m < NSHARE; m++)
+		pfd[m] = (struct pollfd){ .fd = socks[m], .events = POLLIN };
+	while (poll(pfd, NSHARE, -1) > 0) {
+		for (int m = 0; m < NSHARE; m++) {
+			if (!(pfd[m].revents & (POLLIN | POLLHUP)))
+				continue;
+			if (share_receive(socks[m], m, buf, sizeof(buf)) < 0 ||
+			    send(socks[m], "k", 1, MSG_NOSIGNAL) != 1)
+				_exit(0); /* the parent hung up */
+		}
+	}
 	_exit(0);
 }
 
-static double share_once(rshare_device *dev, int mode, const uint8_t *payload, size_t len,
-			 double *p99)
+static void share_send(int sock, int mode, rshare_device *dev, int fd,
+		       const uint8_t *payload, size_t len)
 {
-	struct series s = mk(SHARE_ROUNDS);
-	int sv[2], fd;
+	if (mode == SHARE_RAW) {
+		char ctl[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { (void *)payload, len };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		sendmsg(sock, &m, 0);
+	} else {
+		rshare_channel_send(sock, dev, payload, len);
+	}
+}
+
+/* Round trips of one payload in the three ways, alternating; medians and
+ * p99s in us into med[] and p99[]. */
+static int share_rounds(rshare_device *dev, const uint8_t *payload, size_t len,
+			double *med, double *p99)
+{
+	struct series s[NSHARE];
+	int socks[NSHARE], peer[NSHARE], fd, sv[2];
 	pid_t pid;
 	char ack;
-	double med;
 
 	rshare_device_fd(dev, &fd);
-	socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+	for (int m = 0; m < NSHARE; m++) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return 1;
+		socks[m] = sv[0];
+		peer[m] = sv[1];
+		s[m] = mk(SHARE_ROUNDS);
+	}
 	pid = fork();
 	if (pid == 0) {
-		close(sv[0]);
-		share_peer(sv[1], mode, RSHARE_PAYLOAD_MAX); /* no sizing peek */
+		/* Only the parent may hold its ends, or the peer never sees it
+		 * hang up. */
+		for (int m = 0; m < NSHARE; m++)
+			close(socks[m]);
+		share_peer(peer);
 	}
-	close(sv[1]);
+	for (int m = 0; m < NSHARE; m++)
+		close(peer[m]);
 	for (int i = 0; i < SHARE_ROUNDS + 20; i++) {
-		uint64_t t0 = cli_now_ns();
-		if (mode == 0) {
-			char ctl[CMSG_SPACE(sizeof(int))];
-			struct iovec iov = { (void *)payload, len };
-			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-					    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-			sendmsg(sv[0], &m, 0);
-		} else {
-			rshare_channel_send(sv[0], dev, payload, len);
+		for (int m = 0; m < NSHARE; m++) {
+			uint64_t t0 = cli_now_ns();
+			share_send(socks[m], m, dev, fd, payload, len);
+			if (recv(socks[m], &ack, 1, 0) != 1)
+				return 1;
+			if (i >= 20) /* after a warm-up */
+				add(&s[m], t0, cli_now_ns(), 1);
 		}
-		if (recv(sv[0], &ack, 1, 0) != 1)
-			break;
-		if (i >= 20) /* after a warm-up */
-			add(&s, t0, cli_now_ns(), 1);
 	}
-	close(sv[0]);
+	for (int m = 0; m < NSHARE; m++) {
+		close(socks[m]);
+		med[m] = pct(&s[m], 0.5) / 1000;
+		p99[m] = pct(&s[m], 0.99) / 1000;
+		free(s[m].v);
+	}
 	waitpid(pid, NULL, 0);
-	med = pct(&s, 0.5);
-	*p99 = pct(&s, 0.99);
-	free(s.v);
-	return med;
+	return 0;
 }
 
 static int bench_share(rshare_device *dev)
 {
 	static uint8_t payload[RSHARE_PAYLOAD_MAX];
 	static rshare_pd *pds[1000];
-	size_t blen = 0, counts[2] = { 1, 1000 };
+	static const size_t counts[2] = { 1, 1000 };
+	size_t blen = 0;
+	int s = 0;
 
-	for (int i = 0; i < 1000; i++) {
-		int s = rshare_pd_alloc(dev, &pds[i]);
-		if (s)
-			return cli_fail("bench: share set-up", s);
-	}
+	for (int i = 0; i < 1000 && !s; i++)
+		s = rshare_pd_alloc(dev, &pds[i]);
+	if (s)
+		return cli_fail("bench: share set-up", s);
 	for (int k = 0; k < 2; k++) {
-		size_t len = 0;
-		double raw, raw99, ch, ch99, imp, imp99;
+		double med[NSHARE], p99[NSHARE];
 		char what[64];
+		size_t len = 0;
 
 		for (size_t i = 0; i < counts[k]; i++) {
 			rshare_pd_export(pds[i], payload + len, RSHARE_BLOB_MAX, &blen);
 			len += blen;
 		}
-		raw = share_once(dev, 0, payload, len, &raw99);
-		ch = share_once(dev, 1, payload, len, &ch99);
-		imp = share_once(dev, 2, payload, len, &imp99);
+		if (share_rounds(dev, payload, len, med, p99)) {
+			fprintf(stderr, "rshare bench: the sharing peer failed\n");
+			return 1;
+		}
 		snprintf(what, sizeof(what), "share %zu blob%s (send+recv)", counts[k],
 			 counts[k] > 1 ? "s" : "");
-		printf("%-26s %9.2f %9.2f   %9.2f %9.2f   %6.2fx\n", what, ch / 1000,
-		       ch99 / 1000, raw / 1000, raw99 / 1000, ch / raw);
-		snprintf(what, sizeof(what), "  + import each blob");
-		printf("%-26s %9.2f %9.2f   %9.2f %9.2f   %6.2fx\n", what, imp / 1000,
-		       imp99 / 1000, raw / 1000, raw99 / 1000, imp / raw);
+		printf("%-26s %9.2f %9.2f   %9.2f %9.2f   %6.2fx\n", what, med[SHARE_CHANNEL],
+		       p99[SHARE_CHANNEL], med[SHARE_RAW], p99[SHARE_RAW],
+		       med[SHARE_CHANNEL] / med[SHARE_RAW]);
+		printf("%-26s %9.2f %9.2f   %9.2f %9.2f   %6.2fx\n", "  + import each blob",
+		       med[SHARE_IMPORT], p99[SHARE_IMPORT], med[SHARE_RAW], p99[SHARE_RAW],
+		       med[SHARE_IMPORT] / med[SHARE_RAW]);
 	}
 	for (int i = 0; i < 1000; i++)
 		rshare_pd_free(pds[i]);
