@@ -258,9 +258,9 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 				 (msg.msg_flags & MSG_CTRUNC) ? " or more" : "");
 		goto close_fds;
 	}
-	status = rs_device_adopt(fds[0], (void **)dev);
+	status = rs_device_adopt(fds[0], (void **)dev); /* takes fds[0] */
 	if (status)
-		goto close_fds;
+		RS_RETURN(status);
 	*len = plen;
 	return RSHARE_OK;
 

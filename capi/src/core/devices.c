@@ -189,15 +189,17 @@ int rs_device_adopt(int fd, void **out)
 		}
 	}
 	status = owner->import(fd, &ctx);
-	if (status)
+	if (status) {
+		rs_close_quietly(fd);
 		return status;
+	}
 	ctx.ops = owner;
-	return publish_device(&ctx, out);
+	return publish_device(&ctx, out); /* closes the context, fd too, on failure */
 }
 
 int rshare_device_import(int fd, rshare_device **out)
 {
-	int dup, status;
+	int dup;
 
 	if (!out)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "out is NULL"));
@@ -207,10 +209,7 @@ int rshare_device_import(int fd, rshare_device **out)
 	if (dup < 0)
 		RS_RETURN(rs_fail(errno == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO, errno,
 				  "cannot duplicate fd %d", fd));
-	status = rs_device_adopt(dup, (void **)out);
-	if (status)
-		rs_close_quietly(dup);
-	RS_RETURN(status);
+	RS_RETURN(rs_device_adopt(dup, (void **)out));
 }
 
 /* Pin dev and copy what an accessor needs. */

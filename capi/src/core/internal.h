@@ -104,8 +104,10 @@ int rs_obj_import(const void *dev, const struct rs_obj_ops *ops, const void *blo
  * failed destroy leaves the handle live. */
 int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy);
 
-/* Adopt an already-duplicated context fd into a new device handle; on
- * failure the fd is still the caller's. Shared by import and channel. */
+/* Adopt an already-duplicated context fd into a new device handle. The fd
+ * is taken in every case: on failure it has been closed (once a provider
+ * has imported it, only closing the context can release it). Shared by
+ * import and channel. */
 int rs_device_adopt(int fd, void **out_handle);
 
 #endif
