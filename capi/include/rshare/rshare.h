@@ -69,7 +69,9 @@ enum rshare_provider {
 /** Kinds of shared objects, as carried in blobs. */
 enum rshare_kind {
 	RSHARE_KIND_PD = 1,  /**< protection domain */
-	RSHARE_KIND_VAR = 2  /**< mlx5 virtio access region */
+	RSHARE_KIND_VAR = 2, /**< mlx5 virtio access region */
+	RSHARE_KIND_MR = 3,  /**< memory region (since 1.1) */
+	RSHARE_KIND_DM = 4   /**< device memory (since 1.1) */
 };
 
 /** Sizes, as enum members so that FFI declarations can see them. */
@@ -83,6 +85,23 @@ enum rshare_limits {
 /** VAR allocation flags (as mlx5dv_alloc_var). */
 enum rshare_var_flags {
 	RSHARE_VAR_FLAG_TLP = 1  /**< MLX5DV_VAR_ALLOC_FLAG_TLP */
+};
+
+/** Memory region access flags (since 1.1); the values are IBV_ACCESS_*. */
+enum rshare_access {
+	RSHARE_ACCESS_LOCAL_WRITE = 1,   /**< IBV_ACCESS_LOCAL_WRITE */
+	RSHARE_ACCESS_REMOTE_WRITE = 2,  /**< IBV_ACCESS_REMOTE_WRITE */
+	RSHARE_ACCESS_REMOTE_READ = 4,   /**< IBV_ACCESS_REMOTE_READ */
+	RSHARE_ACCESS_REMOTE_ATOMIC = 8  /**< IBV_ACCESS_REMOTE_ATOMIC */
+};
+
+/** What a device can do (since 1.1): bits of rshare_device_caps(). */
+enum rshare_caps {
+	RSHARE_CAP_PD = 1,      /**< PDs: alloc, export, import */
+	RSHARE_CAP_VAR = 2,     /**< VARs: alloc, export, import, map */
+	RSHARE_CAP_MR = 4,      /**< memory regions: register, export, import */
+	RSHARE_CAP_DM = 8,      /**< device memory: alloc, export, import, read, write */
+	RSHARE_CAP_NATIVE = 16  /**< native rdma-core objects (rshare_*_native) */
 };
 
 /** An open or imported device context. Opaque. */

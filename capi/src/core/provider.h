@@ -14,6 +14,7 @@
 #define RSHARE_PROVIDER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rshare/rshare.h"
@@ -58,6 +59,27 @@ struct rs_var_info {
 	void *prov;                   /* e.g. struct mlx5dv_var */
 };
 
+/* An MR as the provider sees it. */
+struct rs_mr_info {
+	uint32_t handle;    /* kernel handle */
+	uint64_t serial;    /* identity check: sim creation serial; hw what it can verify, else 0 */
+	uint32_t pd_handle; /* kernel handle of the PD it is registered on */
+	uint64_t addr;      /* the registering process's address (meaningless elsewhere) */
+	uint64_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t access;    /* RSHARE_ACCESS_* (the IBV_ACCESS_* values) */
+	void *prov;         /* provider's own object (e.g. struct ibv_mr) */
+};
+
+/* Device memory as the provider sees it. */
+struct rs_dm_info {
+	uint32_t handle;
+	uint64_t serial;
+	uint64_t length;
+	void *prov;         /* provider's own object (e.g. struct ibv_dm) */
+};
+
 struct rs_provider {
 	const char *name;   /* "hw", "sim" */
 	int id;             /* enum rshare_provider */
@@ -89,6 +111,34 @@ struct rs_provider {
 	int (*var_import)(struct rs_ctx *ctx, struct rs_var_info *var);
 	void (*var_unimport)(struct rs_ctx *ctx, struct rs_var_info *var);
 	int (*var_free)(struct rs_ctx *ctx, struct rs_var_info *var);
+
+	/* Since 1.1. Any of these may be NULL: the core answers
+	 * RSHARE_E_UNSUPPORTED. */
+
+	/* RSHARE_CAP_* bits this context (and the loaded rdma-core) supports. */
+	uint32_t (*caps)(struct rs_ctx *ctx);
+
+	/* Register [addr, addr + length) on pd. Fills every field of mr. */
+	int (*mr_reg)(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t length,
+		      uint32_t access, struct rs_mr_info *mr);
+	/* In: every field of a blob (handle .. access). Out: prov. NOT_FOUND if
+	 * the table has no such MR, BLOB_CORRUPT if its attributes disagree
+	 * with the blob's, DEVICE_MISMATCH if it is not registered on pd. */
+	int (*mr_import)(struct rs_ctx *ctx, struct rs_pd_info *pd, struct rs_mr_info *mr);
+	void (*mr_unimport)(struct rs_ctx *ctx, struct rs_mr_info *mr);
+	int (*mr_dereg)(struct rs_ctx *ctx, struct rs_mr_info *mr);
+
+	int (*dm_alloc)(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm);
+	/* In: handle, serial, length from a blob. Out: prov. */
+	int (*dm_import)(struct rs_ctx *ctx, struct rs_dm_info *dm);
+	void (*dm_unimport)(struct rs_ctx *ctx, struct rs_dm_info *dm);
+	int (*dm_free)(struct rs_ctx *ctx, struct rs_dm_info *dm);
+	/* Copy to or from the device memory; the core has checked that
+	 * [offset, offset + len) lies inside dm->length. */
+	int (*dm_write)(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset,
+			const void *src, size_t len);
+	int (*dm_read)(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *dst,
+		       size_t len);
 };
 
 /* The providers, in listing order (hardware first). */
