@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "harness.h"
 
 static char out[1 << 16];
@@ -34,6 +35,75 @@ static int count(const char *hay, const char *needle)
 	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
 		n++;
 	return n;
+}
+
+/* cli_json_string on s, into buf. */
+static const char *json_of(const char *s)
+{
+	static char buf[256];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	REQUIRE(f != NULL);
+	cli_json_string(f, s);
+	fclose(f);
+	return buf;
+}
+
+/* The conventions every subcommand follows (getopt_long). */
+static void check_conventions(void)
+{
+	static const char *const cmds[] = { "devices", "demo", "inspect", "bench", "version" };
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char expect[64];
+
+		/* --help: usage on stdout (stderr dropped), exit 0. */
+		CHECK(run("%s %s --help 2>/dev/null", cmds[i]) == 0);
+		snprintf(expect, sizeof(expect), "usage: rshare %s", cmds[i]);
+		CHECK(strstr(out, expect) == out);
+		CHECK(strstr(out, "--help") != NULL);
+		CHECK(run("%s %s -h 2>/dev/null", cmds[i]) == 0);
+		CHECK(strstr(out, expect) == out);
+		/* An unknown option is named, on stderr, with exit 2. */
+		CHECK(run("%s %s --no-such-option 2>&1 >/dev/null", cmds[i]) == 2);
+		CHECK(strstr(out, "'--no-such-option'") != NULL);
+		snprintf(expect, sizeof(expect), "rshare %s --help", cmds[i]);
+		CHECK(strstr(out, expect) != NULL);
+	}
+	/* --opt=value and --opt value, a missing or bad value. */
+	CHECK(run("%s demo --workers=2 2>&1", NULL) == 0);
+	CHECK(count(out, "): imported PD 0") == 2);
+	CHECK(run("%s demo --workers 2 --device=sim0 2>&1", NULL) == 0);
+	CHECK(strstr(out, "opened sim0") != NULL);
+	CHECK(run("%s demo --workers 2>&1", NULL) == 2);
+	CHECK(strstr(out, "'--workers' requires an argument") != NULL);
+	CHECK(run("%s demo --workers=two 2>&1", NULL) == 2);
+	CHECK(strstr(out, "--workers must be an integer in 1..64, not 'two'") != NULL);
+	CHECK(run("%s demo --workers=65 2>&1", NULL) == 2);
+	CHECK(run("%s devices extra 2>&1", NULL) == 2);
+	CHECK(strstr(out, "unexpected argument 'extra'") != NULL);
+	CHECK(run("%s inspect 2>&1", NULL) == 2);
+	CHECK(run("%s inspect a b 2>&1", NULL) == 2);
+	/* The top level: usage on stdout for --help, stderr (exit 2) for nothing. */
+	CHECK(run("%s --help 2>/dev/null", NULL) == 0);
+	CHECK(strstr(out, "usage: rshare <command>") == out && strstr(out, "  devices"));
+	CHECK(strstr(out, "__demo-worker") == NULL);
+	CHECK(run("%s 2>/dev/null", NULL) == 2);
+	CHECK(out[0] == '\0');
+	CHECK(run("%s --version 2>&1", NULL) == 0);
+	CHECK(strstr(out, "rshare 1.") == out);
+
+	/* A write error is a failure, never exit 0. */
+	CHECK(run("%s devices >/dev/full 2>&1", NULL) == 1);
+	CHECK(run("%s devices --json 2>&1 >/dev/full", NULL) == 1);
+	CHECK(strstr(out, "write error") != NULL);
+	CHECK(run("%s --help 2>&1 >/dev/full", NULL) == 1);
+
+	/* JSON strings are escaped. */
+	CHECK(!strcmp(json_of("sim0"), "\"sim0\""));
+	CHECK(!strcmp(json_of("a\"b\\c"), "\"a\\\"b\\\\c\""));
+	CHECK(!strcmp(json_of("x\ny\t\x01\x7f"), "\"x\\ny\\t\\u0001\\u007f\""));
+	CHECK(!strcmp(json_of("m\xc3\xa9"), "\"m\xc3\xa9\""));
 }
 
 int main(void)
@@ -96,11 +166,31 @@ int main(void)
 	CHECK(run("%s inspect rshare:@@ 2>&1", NULL) == 1);
 	CHECK(strstr(out, "RSHARE_E_INVAL") != NULL);
 	CHECK(run("%s inspect /no/such/file 2>&1", NULL) == 1);
+	CHECK(strstr(out, "/no/such/file") && strstr(out, "rshare:"));
+	CHECK(run("%s inspect garbage 2>&1", NULL) == 1);
+	CHECK(strstr(out, "garbage") && strstr(out, "expected") && strstr(out, "rshare:"));
+	CHECK(run("%s inspect /etc 2>&1", NULL) == 1);
+	CHECK(strstr(out, "/etc: is a directory") != NULL);
+	CHECK(run("%s inspect /dev/null 2>&1", NULL) == 1);
+	CHECK(strstr(out, "RSHARE_E_BLOB_CORRUPT") && strstr(out, "rshare:"));
+	{
+		/* Whitespace around the text form: argument, file and stdin. */
+		char arg[RSHARE_TEXT_MAX + 16], cmd[512];
+
+		snprintf(arg, sizeof(arg), "' \t%s \n'", text);
+		CHECK(run("%s inspect %s 2>&1", arg) == 0);
+		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
+		snprintf(cmd, sizeof(cmd), "printf '\\n  %s  \\n\\n' | %%s inspect - 2>&1%%s", text);
+		CHECK(run(cmd, NULL) == 0);
+		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
+	}
 
 	/* bench runs and prints every line (its numbers are for people). */
 	CHECK(run("%s bench 2>&1", NULL) == 0);
 	CHECK(strstr(out, "pd alloc") && strstr(out, "var free") &&
 	      strstr(out, "share 1000 blobs"));
+
+	check_conventions();
 
 	/* Usage errors. */
 	CHECK(run("%s 2>&1", NULL) == 2);

@@ -404,21 +404,34 @@ static int bench_share(rshare_device *dev)
 	return 0;
 }
 
-int cmd_bench(int argc, char **argv)
+static int run_bench(int argc, char **argv);
+
+const struct cli_command cli_bench = {
+	.name = "bench",
+	.args = "[--device NAME]",
+	.summary = "per-operation latency against the provider floor",
+	.options = "  -d, --device=NAME   the device to open (default: the first, else sim0)\n",
+	.run = run_bench,
+};
+
+static const struct option bench_opts[] = {
+	{ "device", required_argument, NULL, 'd' },
+	CLI_OPT_HELP,
+	{ 0 },
+};
+
+static int run_bench(int argc, char **argv)
 {
 	const char *device = NULL;
 	rshare_device *dev;
 	struct rs_ctx ctx = { .fd = -1 };
-	int s;
+	int s, c;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-			device = argv[++i];
-		} else {
-			fprintf(stderr, "usage: rshare bench [--device NAME]\n");
-			return 2;
-		}
-	}
+	while ((c = cli_getopt(&cli_bench, argc, argv, "d:h", bench_opts)) != -1)
+		if (c == 'd')
+			device = optarg;
+	if (optind < argc)
+		cli_usage_error(&cli_bench, "unexpected argument '%s'", argv[optind]);
 	if ((s = rshare_device_open(device, &dev)))
 		return cli_fail("opening the device", s);
 	if ((s = open_floor(dev, &ctx)))

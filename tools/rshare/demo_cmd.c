@@ -205,10 +205,39 @@ static int run_workers(rshare_device *dev, struct shared *sh, int workers)
 	return ok;
 }
 
-int cmd_demo(int argc, char **argv)
+static int run_demo(int argc, char **argv);
+static int run_demo_worker(int argc, char **argv);
+
+const struct cli_command cli_demo = {
+	.name = "demo",
+	.args = "[--device NAME] [--workers N]",
+	.summary = "share a PD and a VAR with N worker processes",
+	.options = "  -d, --device=NAME   the device to open (default: the first, else sim0)\n"
+		   "  -w, --workers=N     worker processes, 1..64 (default: 4)\n",
+	.run = run_demo,
+};
+
+/* rshare __demo-worker SOCK ID: started by the demo, not by people. */
+const struct cli_command cli_demo_worker = {
+	.name = "__demo-worker",
+	.args = "SOCK ID",
+	.summary = "one worker process of the demo (internal)",
+	.options = "",
+	.run = run_demo_worker,
+	.hidden = 1,
+};
+
+static const struct option demo_opts[] = {
+	{ "device", required_argument, NULL, 'd' },
+	{ "workers", required_argument, NULL, 'w' },
+	CLI_OPT_HELP,
+	{ 0 },
+};
+
+static int run_demo(int argc, char **argv)
 {
 	const char *device = NULL;
-	int workers = 4, ok, s, provider;
+	int workers = 4, ok, s, provider, c;
 	struct shared sh = { 0 };
 	char name[RSHARE_NAME_MAX];
 	rshare_device *dev;
@@ -216,20 +245,14 @@ int cmd_demo(int argc, char **argv)
 	uint64_t guid;
 	size_t len;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-			device = argv[++i];
-		} else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
-			workers = atoi(argv[++i]);
-		} else {
-			fprintf(stderr, "usage: rshare demo [--device NAME] [--workers N]\n");
-			return 2;
-		}
+	while ((c = cli_getopt(&cli_demo, argc, argv, "d:w:h", demo_opts)) != -1) {
+		if (c == 'd')
+			device = optarg;
+		else if (c == 'w')
+			workers = cli_int_arg(&cli_demo, "--workers", optarg, 1, MAX_WORKERS);
 	}
-	if (workers < 1 || workers > MAX_WORKERS) {
-		fprintf(stderr, "rshare demo: --workers must be 1..%d\n", MAX_WORKERS);
-		return 2;
-	}
+	if (optind < argc)
+		cli_usage_error(&cli_demo, "unexpected argument '%s'", argv[optind]);
 	t_start = cli_now_ns();
 	if ((s = rshare_device_open(device, &dev)) ||
 	    (s = rshare_device_name(dev, name, sizeof(name), &len)) ||
@@ -260,8 +283,8 @@ int cmd_demo(int argc, char **argv)
 	return ok ? 0 : 1;
 }
 
-/* rshare __demo-worker SOCK ID: one worker process of the demo. */
-int cmd_demo_worker(int argc, char **argv)
+/* One worker process of the demo. */
+static int run_demo_worker(int argc, char **argv)
 {
 	char payload[2 * RSHARE_TEXT_MAX + 32], pd_text[RSHARE_TEXT_MAX + 1],
 		var_text[RSHARE_TEXT_MAX + 1], reply[200], var_note[64] = "no VAR";
@@ -275,9 +298,9 @@ int cmd_demo_worker(int argc, char **argv)
 	int sock, id, s;
 
 	if (argc != 3)
-		return 2;
-	sock = atoi(argv[1]);
-	id = atoi(argv[2]);
+		cli_usage_error(&cli_demo_worker, "expected SOCK ID");
+	sock = cli_int_arg(&cli_demo_worker, "SOCK", argv[1], 0, INT32_MAX);
+	id = cli_int_arg(&cli_demo_worker, "ID", argv[2], 0, MAX_WORKERS - 1);
 	if ((s = rshare_channel_recv(sock, &dev, payload, sizeof(payload) - 1, &len)))
 		return cli_fail("worker: receiving", s);
 	payload[len] = '\0';

@@ -5,17 +5,33 @@
 
 #include "cli.h"
 
-int cmd_devices(int argc, char **argv)
+static int run_devices(int argc, char **argv);
+
+const struct cli_command cli_devices = {
+	.name = "devices",
+	.args = "[--json]",
+	.summary = "list devices (hardware first, then sim0)",
+	.options = "  -j, --json          print a JSON array of {name, guid, provider}\n",
+	.run = run_devices,
+};
+
+static const struct option devices_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	CLI_OPT_HELP,
+	{ 0 },
+};
+
+static int run_devices(int argc, char **argv)
 {
 	char name[RSHARE_NAME_MAX];
 	size_t n;
-	int json = argc > 1 && !strcmp(argv[1], "--json");
-	int status;
+	int json = 0, status, c;
 
-	if (argc > 2 || (argc == 2 && !json)) {
-		fprintf(stderr, "usage: rshare devices [--json]\n");
-		return 2;
-	}
+	while ((c = cli_getopt(&cli_devices, argc, argv, "jh", devices_opts)) != -1)
+		if (c == 'j')
+			json = 1;
+	if (optind < argc)
+		cli_usage_error(&cli_devices, "unexpected argument '%s'", argv[optind]);
 	status = rshare_devices_count(&n);
 	if (status)
 		return cli_fail("listing devices", status);
@@ -30,11 +46,13 @@ int cmd_devices(int argc, char **argv)
 		status = rshare_devices_get(i, name, sizeof(name), &guid, &provider);
 		if (status)
 			return cli_fail("reading the device list", status);
-		if (json)
-			printf("%s{\"name\":\"%s\",\"guid\":\"0x%016" PRIx64
-			       "\",\"provider\":\"%s\"}",
-			       i ? "," : "", name, guid, cli_provider_name(provider));
-		else
+		if (json) {
+			/* A hardware device's name comes from the kernel: escape it. */
+			printf("%s{\"name\":", i ? "," : "");
+			cli_json_string(stdout, name);
+			printf(",\"guid\":\"0x%016" PRIx64 "\",\"provider\":\"%s\"}", guid,
+			       cli_provider_name(provider));
+		} else
 			printf("%-16s 0x%016" PRIx64 " %s\n", name, guid,
 			       cli_provider_name(provider));
 	}

@@ -1,41 +1,93 @@
-/* rshare: list devices, run the sharing demo, inspect blobs, benchmark. */
+/* rshare: list devices, run the sharing demo, inspect blobs. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
-static const char usage[] =
-	"usage: rshare <command> [options]\n"
-	"\n"
-	"  devices [--json]                       list devices (hardware first, then sim0)\n"
-	"  demo [--device NAME] [--workers N]     share a PD and a VAR with N worker processes\n"
-	"  inspect BLOB|FILE|-                    print a blob (text form, binary file or stdin) as JSON\n"
-	"  bench [--device NAME]                  per-operation latency against the provider floor\n"
-	"  version                                print the library version\n";
+static int run_version(int argc, char **argv);
+
+static const struct cli_command cli_version = {
+	.name = "version",
+	.args = "",
+	.summary = "print the library version",
+	.options = "",
+	.run = run_version,
+};
+
+/* Every subcommand, in the order `rshare --help` lists them. */
+static const struct cli_command *const commands[] = {
+	&cli_devices, &cli_demo, &cli_inspect, &cli_bench, &cli_version, &cli_demo_worker,
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct option version_opts[] = { CLI_OPT_HELP, { 0 } };
+
+static int run_version(int argc, char **argv)
+{
+	while (cli_getopt(&cli_version, argc, argv, "h", version_opts) != -1)
+		;
+	if (optind < argc)
+		cli_usage_error(&cli_version, "unexpected argument '%s'", argv[optind]);
+	printf("rshare %s\n", rshare_version());
+	return 0;
+}
+
+static void print_usage(FILE *f)
+{
+	fputs("usage: rshare <command> [options]\n\n"
+	      "Share RDMA objects between processes: devices, blobs, the sharing demo.\n\n"
+	      "commands:\n",
+	      f);
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		char left[64];
+		if (commands[i]->hidden)
+			continue;
+		snprintf(left, sizeof(left), "%s %s", commands[i]->name, commands[i]->args);
+		fprintf(f, "  %-38s %s\n", left, commands[i]->summary);
+	}
+	fputs("\nRun 'rshare <command> --help' for a command's options.\n", f);
+}
+
+/* A full disk or a closed pipe must not pass for success: flush and close
+ * stdout at exit and turn a write error into exit status 1. */
+static void close_stdout(void)
+{
+	int err = ferror(stdout);
+
+	if (fclose(stdout) != 0 || err) {
+		fprintf(stderr, "rshare: write error%s%s\n", errno ? ": " : "",
+			errno ? strerror(errno) : "");
+		_exit(1);
+	}
+}
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int, char **);
-	} cmds[] = {
-		{ "devices", cmd_devices }, { "demo", cmd_demo },
-		{ "inspect", cmd_inspect }, { "bench", cmd_bench },
-		{ "__demo-worker", cmd_demo_worker },
-	};
+	static char argv0[64];
 
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-	    !strcmp(argv[1], "help")) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	atexit(close_stdout);
+	if (argc < 2) {
+		print_usage(stderr);
+		return 2;
 	}
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
-		printf("rshare %s\n", rshare_version());
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		print_usage(stdout);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "rshare: unknown command \"%s\"\n\n%s", argv[1], usage);
+	if (!strcmp(argv[1], "--version"))
+		argv[1] = (char *)"version";
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(argv[1], commands[i]->name) != 0)
+			continue;
+		/* getopt's messages start with argv[0]: "rshare NAME". */
+		snprintf(argv0, sizeof(argv0), "rshare %s", commands[i]->name);
+		argv[1] = argv0;
+		return commands[i]->run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "rshare: unknown command '%s'\n", argv[1]);
+	fputs("Try 'rshare --help'.\n", stderr);
 	return 2;
 }
