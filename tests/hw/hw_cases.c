@@ -205,7 +205,7 @@ void case_not_a_context(const struct hw_target *t)
 	(void)t;
 	REQUIRE(pipe(p) == 0 && null >= 0 && mem >= 0 && tmp);
 	/* A memfd of the stand-in's size, but not one of its ufiles. */
-	REQUIRE(ftruncate(mem, 17 * 4096) == 0);
+	REQUIRE(ftruncate(mem, STANDIN_UFILE_SIZE) == 0);
 	refuse(p[0], "a pipe");
 	refuse(null, "/dev/null");
 	refuse(fileno(tmp), "a regular file");
@@ -288,7 +288,8 @@ void case_pd_errno_map(const struct hw_target *t)
 		{ EPERM, RSHARE_E_PERM },        { EACCES, RSHARE_E_PERM },
 		{ ENOMEM, RSHARE_E_NOMEM },      { EOPNOTSUPP, RSHARE_E_UNSUPPORTED },
 		{ EBUSY, RSHARE_E_BUSY },        { EIO, RSHARE_E_IO },
-		{ EFAULT, RSHARE_E_IO },
+		{ EFAULT, RSHARE_E_IO },         { EPROTONOSUPPORT, RSHARE_E_UNSUPPORTED },
+		{ ENOSPC, RSHARE_E_NOMEM },
 	};
 	rshare_device *a = open_dev(t->name);
 	rshare_pd *pd;

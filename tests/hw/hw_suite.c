@@ -19,6 +19,11 @@
 #include "harness.h"
 #include "hw_suite.h"
 
+static void remove_state(void)
+{
+	unlink(getenv("STANDIN_DEVICE_STATE"));
+}
+
 static void setup_standin(struct hw_target *t)
 {
 	const char *lib = getenv("RSHARE_LIBIBVERBS");
@@ -29,6 +34,17 @@ static void setup_standin(struct hw_target *t)
 		exit(2);
 	}
 	t->standin = true;
+	/* The stand-in device's own state (VAR pages, PD numbers, mkeys),
+	 * shared with the children this suite starts, gone with the suite. */
+	if (!getenv("STANDIN_DEVICE_STATE")) {
+		static char path[] = "/tmp/rshare-standin-device-XXXXXX";
+		int fd = mkstemp(path);
+
+		REQUIRE(fd >= 0);
+		close(fd);
+		setenv("STANDIN_DEVICE_STATE", path, 1);
+		atexit(remove_state);
+	}
 	strcpy(t->name, STANDIN_MLX5);
 	t->guid = STANDIN_MLX5_GUID;
 	strcpy(t->other, STANDIN_OTHER);
@@ -131,6 +147,13 @@ int main(int argc, char **argv)
 		case_pd_errno_map(&t);
 		case_var_not_mlx5(&t);
 		case_var_limit(&t);
+		case_errno_statuses(&t);
+		case_var_flags(&t);
+		case_var_no_kernel_support(&t);
+		case_disassociated(&t);
+		case_handles_lowest_free(&t);
+		if (t.var_sharing)
+			case_var_pages_device_wide(&t);
 	}
 	if (t.var_sharing)
 		case_var_local(&t);

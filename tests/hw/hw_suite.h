@@ -13,9 +13,10 @@
 #define STANDIN_OTHER "rxe_sim1"
 #define STANDIN_OTHER_GUID 0x0002c90300a1b2c1ULL
 #define STANDIN_MAX_OBJS 64     /* objects per context table */
-#define STANDIN_VAR_PAGES 16    /* VAR pages per context table */
+#define STANDIN_VAR_PAGES 16    /* VAR pages per device */
 #define STANDIN_VAR_PAGE_ID0 0x100u
 #define STANDIN_VAR_RECORD 24   /* mlx5dv_var_export() record size */
+#define STANDIN_UFILE_SIZE (4096 * 34 + 256 * 64) /* a ufile memfd's size */
 
 struct hw_target {
 	const char *mode;            /* "standin", "standin-44" or "real" */
@@ -44,6 +45,14 @@ void case_var_local(const struct hw_target *t);
 void case_var_not_mlx5(const struct hw_target *t);
 void case_var_limit(const struct hw_target *t);
 void case_var_without_export(const struct hw_target *t);
+
+/* hw_fidelity_cases.c: the stand-in behaves as upstream, rshare maps it */
+void case_errno_statuses(const struct hw_target *t);
+void case_var_flags(const struct hw_target *t);
+void case_var_no_kernel_support(const struct hw_target *t);
+void case_disassociated(const struct hw_target *t);
+void case_var_pages_device_wide(const struct hw_target *t);
+void case_handles_lowest_free(const struct hw_target *t);
 
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);

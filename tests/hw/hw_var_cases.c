@@ -28,7 +28,7 @@ void case_var_local(const struct hw_target *t)
 	CHECK_OK(rshare_var_attrs(var, &page, &length, &off));
 	CHECK(length > 0);
 	if (t->standin) /* the first VAR page of a fresh table */
-		CHECK(page == STANDIN_VAR_PAGE_ID0 && length == 4096 && off == 4096);
+		CHECK(page == STANDIN_VAR_PAGE_ID0 && length == 4096 && off == 2 * 4096);
 
 	CHECK_OK(rshare_var_export(var, blob, sizeof(blob), &len));
 	CHECK_OK(rshare_blob_kind(blob, len, &kind));
@@ -87,7 +87,9 @@ void case_var_limit(const struct hw_target *t)
 		n++;
 	CHECK(n == STANDIN_VAR_PAGES);
 	CHECK_ST(s, RSHARE_E_NOMEM);
+	CHECK(rshare_last_errno() == ENOSPC); /* alloc_var_entry: no free page */
 	CHECK_MSG("mlx5dv_alloc_var");
+	CHECK_MSG("no free entry");
 	for (int i = 0; i < n; i++)
 		CHECK_OK(rshare_var_free(vars[i]));
 	CHECK_OK(rshare_device_close(a));

@@ -97,7 +97,7 @@ static int hw_open(const char *name, struct rs_ctx *ctx)
 	if (!found)
 		return rs_fail(RSHARE_E_NODEV, 0, "no RDMA device named \"%s\"", name);
 	if (!ibctx)
-		return rs_fail(rs_hw_status(err), err, "ibv_open_device(%s) failed", name);
+		return rs_hw_fail(err, false, NULL, "ibv_open_device(%s) failed", name);
 	fill_ctx(ctx, ibctx);
 	return RSHARE_OK;
 }
@@ -169,8 +169,7 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 			return rs_fail(RSHARE_E_NODEV, err,
 				       "fd %d is neither a simulated nor an RDMA device "
 				       "context: ibv_import_device refused it", fd);
-		return rs_fail(rs_hw_status(err), err,
-			       "ibv_import_device(fd %d) failed", fd);
+		return rs_hw_fail(err, false, NULL, "ibv_import_device(fd %d) failed", fd);
 	}
 	/* The context owns `mine`; the provider contract gives it fd too. */
 	rs_close_quietly(fd);
@@ -196,8 +195,7 @@ static int hw_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 	ibpd = rs_hw_verbs()->alloc_pd(rs_hw_ibctx(ctx));
 	if (!ibpd) {
 		err = errno;
-		return rs_fail(rs_hw_status(err), err, "ibv_alloc_pd on %s failed",
-			       ctx->name);
+		return rs_hw_fail(err, false, NULL, "ibv_alloc_pd on %s failed", ctx->name);
 	}
 	pd->handle = ibpd->handle;
 	pd->serial = 0;
@@ -219,11 +217,9 @@ static int hw_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd)
 	ibpd = v->import_pd(rs_hw_ibctx(ctx), pd->handle);
 	if (!ibpd) {
 		err = errno;
-		return rs_fail(rs_hw_lookup_status(err), err,
-			       "ibv_import_pd(handle %u) on %s failed%s", pd->handle,
-			       ctx->name,
-			       rs_hw_lookup_status(err) == RSHARE_E_NOT_FOUND
-				       ? ": no such PD in this context (freed?)" : "");
+		return rs_hw_fail(err, true, "PD import (the PD query method)",
+				  "ibv_import_pd(handle %u) on %s failed", pd->handle,
+				  ctx->name);
 	}
 	pd->prov = ibpd;
 	return RSHARE_OK;
@@ -249,11 +245,8 @@ static int hw_pd_dealloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 	int err = rs_hw_verbs()->dealloc_pd(pd->prov);
 
 	if (err)
-		return rs_fail(rs_hw_lookup_status(err), err,
-			       "ibv_dealloc_pd(handle %u) on %s failed%s", pd->handle,
-			       ctx->name,
-			       rs_hw_lookup_status(err) == RSHARE_E_NOT_FOUND
-				       ? ": already destroyed (by another process?)" : "");
+		return rs_hw_fail(err, true, NULL, "ibv_dealloc_pd(handle %u) on %s failed",
+				  pd->handle, ctx->name);
 	pd->prov = NULL;
 	return RSHARE_OK;
 }

@@ -77,9 +77,10 @@ int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
 	dv = rs_hw_verbs()->alloc_var(rs_hw_ibctx(ctx), dvflags);
 	if (!dv) {
 		err = errno;
-		return rs_fail(rs_hw_status(err), err,
-			       "mlx5dv_alloc_var(flags 0x%x) on %s failed", dvflags,
-			       ctx->name);
+		return rs_hw_fail(err, false,
+				  dvflags ? "VARs with the TLP flag" : "VARs (the mlx5 VAR object)",
+				  "mlx5dv_alloc_var(flags 0x%x) on %s failed", dvflags,
+				  ctx->name);
 	}
 	/* The kernel handle is private to libmlx5 (it travels inside the
 	 * export record), so the blob's own handle and serial stay 0. */
@@ -102,8 +103,8 @@ int rs_hw_var_export(struct rs_ctx *ctx, struct rs_var_info *var)
 		return status;
 	err = rs_hw_verbs()->var_export(var->prov, record);
 	if (err)
-		return rs_fail(rs_hw_status(err), err,
-			       "mlx5dv_var_export(page %u) failed", var->page_id);
+		return rs_hw_fail(err, false, NULL, "mlx5dv_var_export(page %u) failed",
+				  var->page_id);
 	memcpy(var->priv, record, size);
 	var->priv_len = (uint16_t)size;
 	return RSHARE_OK;
@@ -130,9 +131,8 @@ int rs_hw_var_import(struct rs_ctx *ctx, struct rs_var_info *var)
 	dv = v->var_import(rs_hw_ibctx(ctx), record);
 	if (!dv) {
 		err = errno;
-		return rs_fail(rs_hw_lookup_status(err), err,
-			       "mlx5dv_var_import(page %u) on %s failed", var->page_id,
-			       ctx->name);
+		return rs_hw_fail(err, true, NULL, "mlx5dv_var_import(page %u) on %s failed",
+				  var->page_id, ctx->name);
 	}
 	if (dv->page_id != var->page_id || dv->length != var->length ||
 	    (uint64_t)dv->mmap_off != var->mmap_off) {

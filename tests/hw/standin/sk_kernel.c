@@ -1,39 +1,132 @@
-/* The stand-in's per-ufile object table (see sk_kernel.h). */
+/* The stand-in's kernel: per-ufile object table and device-wide state
+ * (see sk_kernel.h). */
 #include "sk_kernel.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Deliberately unlike rshare's own simulated device (other magic, no seals,
  * other memfd name), so rshare's sim provider never claims a ufile. */
-#define SK_MAGIC 0x534b2d55464c4531ULL /* "SK-UFLE1" */
-#define SK_VERSION 1u
+#define SK_MAGIC 0x534b2d55464c4532ULL /* "SK-UFLE2" */
+#define SK_VERSION 2u
+
+enum { ENTRY_FREE = 0, ENTRY_LIVE = 1, ENTRY_DEAD = 2 /* destroyed, still mapped */ };
 
 struct sk_obj {
 	uint32_t type; /* enum sk_type; SK_NONE = free handle */
-	uint32_t page; /* VAR page index for SK_VAR */
+	uint32_t mrs;  /* SK_PD: MRs registered on it */
+	struct sk_obj_info info;
 };
 
-/* The ufile's first page. An object's handle is its index in objs. */
+struct sk_entry {
+	uint32_t state;
+	uint32_t page_id;
+	uint32_t maps;
+};
+
+/* The ufile's first pages. An object's handle is its index in objs. */
 struct sk_ufile {
 	uint64_t magic;
 	uint32_t version;
 	uint32_t dev_index;
 	pthread_mutex_t lock; /* process-shared, robust */
-	uint8_t page_used[SK_VAR_PAGES];
+	struct sk_entry entries[SK_MMAP_ENTRIES];
+	uint8_t dm_used[SK_DM_CHUNKS];
 	struct sk_obj objs[SK_MAX_OBJS];
 };
-_Static_assert(sizeof(struct sk_ufile) <= SK_PAGE, "table fits its page");
+_Static_assert(sizeof(struct sk_ufile) <= SK_TABLE_SIZE, "table fits its pages");
+
+/* What a device hands out across all its ufiles. */
+struct sk_devstate {
+	uint8_t var_page[SK_VAR_PAGES];
+	uint8_t pdn[SK_PDNS];
+	uint8_t mkey[SK_MKEYS];
+	uint32_t variant; /* mkey variant byte: the next MR's */
+};
 
 static const char zero_page[SK_PAGE];
 
-static struct sk_ufile *uf_of(struct ibv_context *ctx)
+/* ---- Device-wide state ---------------------------------------------------- */
+
+/* The shared file: a header, then one sk_devstate per device. */
+struct sk_devfile {
+	uint64_t magic;
+	pthread_mutex_t lock; /* process-shared, robust */
+	struct sk_devstate dev[SK_NDEVICES];
+};
+
+static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
+static struct sk_devfile *dev_file;
+
+/* Map the device state; the first process to see the file initialises its
+ * lock under flock. No descriptor stays open. */
+static void dev_map(void)
 {
-	return ((struct sk_context *)ctx)->uf;
+	const char *path = getenv("STANDIN_DEVICE_STATE");
+	int fd = path && *path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)
+			       : memfd_create("rdma-standin-devices", MFD_CLOEXEC);
+	struct sk_devfile *f;
+	struct stat st;
+
+	if (fd < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0)
+		abort(); /* the test set-up is broken: nothing sensible to do */
+	if (st.st_size < (off_t)sizeof(*f) && ftruncate(fd, sizeof(*f)) < 0)
+		abort();
+	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (f == MAP_FAILED)
+		abort();
+	if (f->magic != SK_MAGIC) {
+		pthread_mutexattr_t attr;
+
+		pthread_mutexattr_init(&attr);
+		pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&f->lock, &attr);
+		pthread_mutexattr_destroy(&attr);
+		f->magic = SK_MAGIC;
+	}
+	flock(fd, LOCK_UN);
+	close(fd);
+	dev_file = f;
+}
+
+static struct sk_devstate *dev_lock(uint32_t index)
+{
+	pthread_once(&dev_once, dev_map);
+	if (pthread_mutex_lock(&dev_file->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&dev_file->lock);
+	return &dev_file->dev[index];
+}
+
+static void dev_unlock(void)
+{
+	pthread_mutex_unlock(&dev_file->lock);
+}
+
+/* Lowest free index of a byte map, taken; n if none. */
+static uint32_t take(uint8_t *map, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n && map[i]; i++)
+		;
+	if (i < n)
+		map[i] = 1;
+	return i;
+}
+
+/* ---- The ufile ------------------------------------------------------------ */
+
+int sk_check_alive(void)
+{
+	return getenv("STANDIN_DISASSOCIATED") ? EIO : 0;
 }
 
 static void lock(struct sk_ufile *uf)
@@ -47,6 +140,11 @@ static void lock(struct sk_ufile *uf)
 static void unlock(struct sk_ufile *uf)
 {
 	pthread_mutex_unlock(&uf->lock);
+}
+
+static struct sk_context *sk_of(struct ibv_context *ctx)
+{
+	return (struct sk_context *)((char *)ctx - offsetof(struct sk_context, vctx.context));
 }
 
 int sk_ufile_create(uint32_t dev_index, int *fd_out, struct sk_ufile **uf_out)
@@ -82,7 +180,7 @@ int sk_ufile_probe(int fd, uint32_t *dev_index)
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return EINVAL;
-	if (st.st_size != SK_UFILE_SIZE)
+	if (st.st_size != (off_t)SK_UFILE_SIZE)
 		return ENODEV;
 	if (pread(fd, &head, offsetof(struct sk_ufile, lock), 0) !=
 	    (ssize_t)offsetof(struct sk_ufile, lock))
@@ -95,23 +193,124 @@ int sk_ufile_probe(int fd, uint32_t *dev_index)
 
 struct sk_ufile *sk_ufile_map(int fd)
 {
-	void *p = mmap(NULL, SK_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, SK_TABLE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
 
 void sk_ufile_unmap(struct sk_ufile *uf)
 {
-	munmap(uf, SK_PAGE);
+	munmap(uf, SK_TABLE_SIZE);
 }
 
-int sk_obj_create(struct ibv_context *ctx, enum sk_type type, uint32_t *handle,
-		  uint32_t *page)
+/* A VAR: a device page (ENOSPC when none is left, as alloc_var_entry), an
+ * mmap entry of this ufile, its backing zeroed. Called locked. */
+static int var_create(struct ibv_context *ctx, struct sk_ufile *uf, struct sk_obj_info *info)
 {
-	struct sk_ufile *uf = uf_of(ctx);
-	uint32_t h, p = 0;
-	int err = 0;
+	struct sk_devstate *ds;
+	uint32_t e, page;
 
+	for (e = 0; e < SK_MMAP_ENTRIES && uf->entries[e].state != ENTRY_FREE; e++)
+		;
+	if (e == SK_MMAP_ENTRIES)
+		return ENOMEM;
+	ds = dev_lock(uf->dev_index);
+	page = take(ds->var_page, SK_VAR_PAGES);
+	dev_unlock();
+	if (page == SK_VAR_PAGES)
+		return ENOSPC;
+	/* A VAR page is handed out zeroed: no data of its previous user
+	 * leaks to the next. */
+	if (pwrite(ctx->cmd_fd, zero_page, SK_PAGE, (off_t)SK_ENTRY_OFF(e)) != SK_PAGE) {
+		int err = errno ? errno : EIO;
+		ds = dev_lock(uf->dev_index);
+		ds->var_page[page] = 0;
+		dev_unlock();
+		return err;
+	}
+	uf->entries[e] = (struct sk_entry){ ENTRY_LIVE, SK_VAR_PAGE_ID0 + page, 0 };
+	info->entry = e;
+	info->page_id = SK_VAR_PAGE_ID0 + page;
+	return 0;
+}
+
+/* Release entry e and its device page. Called locked. */
+static void entry_release(struct sk_ufile *uf, uint32_t e)
+{
+	struct sk_devstate *ds = dev_lock(uf->dev_index);
+
+	ds->var_page[uf->entries[e].page_id - SK_VAR_PAGE_ID0] = 0;
+	dev_unlock();
+	uf->entries[e] = (struct sk_entry){ 0 };
+}
+
+static int pd_create(struct sk_ufile *uf, struct sk_obj_info *info)
+{
+	struct sk_devstate *ds = dev_lock(uf->dev_index);
+	uint32_t n = take(ds->pdn, SK_PDNS);
+
+	dev_unlock();
+	if (n == SK_PDNS)
+		return ENOMEM;
+	info->pdn = n + 1; /* mlx5 never hands out PD number 0 */
+	return 0;
+}
+
+/* An MR's mkey: index lowest-free, variant byte from a device counter, as
+ * mlx5_ib makes them (lkey == rkey). Called locked. */
+static int mr_create(struct sk_ufile *uf, struct sk_obj_info *info)
+{
+	struct sk_obj *pd;
+	struct sk_devstate *ds;
+	uint32_t idx, key;
+
+	if (info->pd >= SK_MAX_OBJS)
+		return ENOENT;
+	pd = &uf->objs[info->pd];
+	if (pd->type != SK_PD)
+		return pd->type == SK_NONE ? ENOENT : EINVAL;
+	if (info->length == 0)
+		return EINVAL;
+	ds = dev_lock(uf->dev_index);
+	idx = take(ds->mkey, SK_MKEYS);
+	key = ds->variant++ & 0xff;
+	dev_unlock();
+	if (idx == SK_MKEYS)
+		return ENOMEM;
+	info->lkey = info->rkey = ((idx + 1) << 8) | key;
+	pd->mrs++;
+	return 0;
+}
+
+static int dm_create(struct sk_ufile *uf, struct sk_obj_info *info)
+{
+	uint64_t need = (info->length + SK_DM_CHUNK - 1) / SK_DM_CHUNK;
+	uint32_t start, run = 0;
+
+	if (info->length == 0 || need > SK_DM_CHUNKS)
+		return info->length == 0 ? EINVAL : ENOMEM;
+	for (start = 0; start < SK_DM_CHUNKS; start++) {
+		run = uf->dm_used[start] ? 0 : run + 1;
+		if (run == need)
+			break;
+	}
+	if (run != need)
+		return ENOMEM;
+	start = start + 1 - (uint32_t)need;
+	memset(&uf->dm_used[start], 1, need);
+	info->offset = SK_DM_OFF + (uint64_t)start * SK_DM_CHUNK;
+	return 0;
+}
+
+int sk_obj_create(struct ibv_context *ctx, enum sk_type type, struct sk_obj_info *info,
+		  uint32_t *handle)
+{
+	struct sk_ufile *uf = sk_of(ctx)->uf;
+	uint32_t h;
+	int err = sk_check_alive();
+
+	if (err)
+		return err;
 	lock(uf);
 	for (h = 0; h < SK_MAX_OBJS && uf->objs[h].type != SK_NONE; h++)
 		;
@@ -119,26 +318,16 @@ int sk_obj_create(struct ibv_context *ctx, enum sk_type type, uint32_t *handle,
 		err = ENOMEM;
 		goto out;
 	}
-	if (type == SK_VAR) {
-		for (p = 0; p < SK_VAR_PAGES && uf->page_used[p]; p++)
-			;
-		if (p == SK_VAR_PAGES) {
-			err = ENOMEM;
-			goto out;
-		}
-		/* A VAR page is handed out zeroed: no data of its previous
-		 * user leaks to the next. */
-		ssize_t n = pwrite(ctx->cmd_fd, zero_page, SK_PAGE,
-				   (off_t)SK_PAGE * (1 + p));
-		if (n != (ssize_t)SK_PAGE) {
-			err = n < 0 ? errno : EIO;
-			goto out;
-		}
-		uf->page_used[p] = 1;
-		*page = p;
+	switch (type) {
+	case SK_PD: err = pd_create(uf, info); break;
+	case SK_VAR: err = var_create(ctx, uf, info); break;
+	case SK_MR: err = mr_create(uf, info); break;
+	case SK_DM: err = dm_create(uf, info); break;
+	default: err = EINVAL;
 	}
-	uf->objs[h].type = type;
-	uf->objs[h].page = p;
+	if (err)
+		goto out;
+	uf->objs[h] = (struct sk_obj){ .type = type, .info = *info };
 	*handle = h;
 out:
 	unlock(uf);
@@ -154,31 +343,94 @@ static int find(struct sk_ufile *uf, enum sk_type type, uint32_t handle)
 }
 
 int sk_obj_lookup(struct ibv_context *ctx, enum sk_type type, uint32_t handle,
-		  uint32_t *page)
+		  struct sk_obj_info *info)
 {
-	struct sk_ufile *uf = uf_of(ctx);
-	int err;
+	struct sk_ufile *uf = sk_of(ctx)->uf;
+	int err = sk_check_alive();
 
+	if (err)
+		return err;
 	lock(uf);
 	err = find(uf, type, handle);
-	if (!err && page)
-		*page = uf->objs[handle].page;
+	if (!err && info)
+		*info = uf->objs[handle].info;
 	unlock(uf);
 	return err;
 }
 
+/* Called locked, for an existing object of its type. */
+static int destroy_locked(struct sk_ufile *uf, struct sk_obj *o)
+{
+	struct sk_devstate *ds;
+	uint32_t e;
+
+	switch (o->type) {
+	case SK_PD:
+		if (o->mrs)
+			return EBUSY;
+		ds = dev_lock(uf->dev_index);
+		ds->pdn[o->info.pdn - 1] = 0;
+		dev_unlock();
+		break;
+	case SK_VAR:
+		/* The entry leaves the xarray now (new mmaps fail); it and its
+		 * page go when the last mapping does. */
+		e = o->info.entry;
+		if (uf->entries[e].maps)
+			uf->entries[e].state = ENTRY_DEAD;
+		else
+			entry_release(uf, e);
+		break;
+	case SK_MR:
+		uf->objs[o->info.pd].mrs--;
+		ds = dev_lock(uf->dev_index);
+		ds->mkey[(o->info.lkey >> 8) - 1] = 0;
+		dev_unlock();
+		break;
+	case SK_DM:
+		memset(&uf->dm_used[(o->info.offset - SK_DM_OFF) / SK_DM_CHUNK], 0,
+		       (o->info.length + SK_DM_CHUNK - 1) / SK_DM_CHUNK);
+		break;
+	}
+	o->type = SK_NONE;
+	return 0;
+}
+
 int sk_obj_destroy(struct ibv_context *ctx, enum sk_type type, uint32_t handle)
 {
-	struct sk_ufile *uf = uf_of(ctx);
-	int err;
+	struct sk_ufile *uf = sk_of(ctx)->uf;
+	int err = sk_check_alive();
 
+	if (err)
+		return err;
 	lock(uf);
 	err = find(uf, type, handle);
-	if (!err) {
-		if (type == SK_VAR)
-			uf->page_used[uf->objs[handle].page] = 0;
-		uf->objs[handle].type = SK_NONE;
-	}
+	if (!err)
+		err = destroy_locked(uf, &uf->objs[handle]);
 	unlock(uf);
 	return err;
+}
+
+int sk_entry_map(struct sk_ufile *uf, uint32_t entry)
+{
+	int err = sk_check_alive();
+
+	if (err)
+		return err;
+	lock(uf);
+	if (entry >= SK_MMAP_ENTRIES || uf->entries[entry].state != ENTRY_LIVE)
+		err = EINVAL;
+	else
+		uf->entries[entry].maps++;
+	unlock(uf);
+	return err;
+}
+
+void sk_entry_unmap(struct sk_ufile *uf, uint32_t entry)
+{
+	lock(uf);
+	if (entry < SK_MMAP_ENTRIES && uf->entries[entry].maps &&
+	    --uf->entries[entry].maps == 0 && uf->entries[entry].state == ENTRY_DEAD)
+		entry_release(uf, entry);
+	unlock(uf);
 }

@@ -1,19 +1,32 @@
 /*
- * The stand-in rdma-core's "kernel": what uverbs keeps per open device file
- * (a ufile), modelled in user space so that tests can run the hardware path
- * of rshare on machines without RDMA.
+ * The stand-in rdma-core's "kernel": what uverbs and mlx5_ib keep per open
+ * device file (a ufile) and per device, modelled in user space so that
+ * tests can run the hardware path of rshare on machines without RDMA.
  *
  * A ufile is a memfd. Its fd is the context's cmd_fd: it can be dup'd, sent
  * with SCM_RIGHTS or inherited, and every context holding it sees the same
- * object table, like contexts sharing a real ufile. Its first page holds the
- * table (process-shared robust mutex, objects with small integer handles
- * allocated lowest-free as the kernel's xarray does); the VAR pages follow
- * and are mmap()ed through the cmd_fd at their mmap_off. The memory goes
- * away with the last fd, taking every object with it, as in the kernel.
+ * object table, like contexts sharing a real ufile. Its first pages hold the
+ * table (process-shared robust mutex; object handles lowest-free, as the
+ * kernel's xarray gives them); the VAR mmap entries follow (mmap()ed through
+ * the cmd_fd at their mmap_off, lowest-free per ufile as
+ * rdma_user_mmap_entry_insert does), then the device-memory area. The
+ * memory goes away with the last fd, taking every object with it.
  *
- * The stand-in libmlx5 reaches this model through the symbols below, which
- * the stand-in libibverbs exports under its private version node (as the
- * real libmlx5 uses libibverbs' IBVERBS_PRIVATE_* symbols).
+ * Device-wide state (mlx5_ib's VAR page bitmap, the PD numbers and mkey
+ * indexes the firmware hands out, the mkey variant counter) lives in a
+ * small file shared by every process that names it in STANDIN_DEVICE_STATE
+ * (else in memory private to the process). Everything is lowest-free.
+ *
+ * mmap() of a VAR entry is the kernel's business, not rdma-core's: a test
+ * program links sk_mmap.c, which routes its mmap/munmap of a ufile through
+ * sk_entry_map/sk_entry_unmap (see there).
+ *
+ * Test hooks (environment, read at each call):
+ *   STANDIN_DISASSOCIATED   the devices were removed: every command answers
+ *                           EIO (destroys succeed, as rdma-core turns EIO on
+ *                           destroy into success), mmap fails with EIO
+ *   STANDIN_NO_VAR_SUPPORT  the mlx5 device's kernel lacks the VAR object:
+ *                           VAR allocation answers EPROTONOSUPPORT
  */
 #ifndef STANDIN_SK_KERNEL_H
 #define STANDIN_SK_KERNEL_H
@@ -24,12 +37,21 @@
 #include <infiniband/verbs.h>
 
 #define SK_PAGE 4096u
-#define SK_MAX_OBJS 64u      /* objects per ufile; the next alloc gets ENOMEM */
-#define SK_VAR_PAGES 16u     /* VAR pages per ufile */
-#define SK_VAR_PAGE_ID0 0x100u /* page_id of the first VAR page */
-#define SK_UFILE_SIZE (SK_PAGE * (1 + SK_VAR_PAGES))
+#define SK_MAX_OBJS 64u        /* objects per ufile; the next alloc gets ENOMEM */
+#define SK_MMAP_ENTRIES 32u    /* VAR mmap entries per ufile */
+#define SK_VAR_PAGES 16u       /* VAR pages per device; the next gets ENOSPC */
+#define SK_VAR_PAGE_ID0 0x100u /* page_id of the device's first VAR page */
+#define SK_PDNS 256u           /* PD numbers per device (pdn 1..SK_PDNS) */
+#define SK_MKEYS 256u          /* mkey indexes per device */
+#define SK_DM_CHUNK 256u       /* device memory is handed out in chunks */
+#define SK_DM_CHUNKS 64u       /* per ufile: 16 KiB of device memory */
+#define SK_NDEVICES 2u
+#define SK_TABLE_SIZE (2u * SK_PAGE) /* the object table, at offset 0 */
+#define SK_ENTRY_OFF(e) (SK_TABLE_SIZE + (uint64_t)SK_PAGE * (e))
+#define SK_DM_OFF SK_ENTRY_OFF(SK_MMAP_ENTRIES)
+#define SK_UFILE_SIZE (SK_DM_OFF + (uint64_t)SK_DM_CHUNK * SK_DM_CHUNKS)
 
-enum sk_type { SK_NONE = 0, SK_PD = 1, SK_VAR = 2 };
+enum sk_type { SK_NONE = 0, SK_PD = 1, SK_VAR = 2, SK_MR = 3, SK_DM = 4 };
 
 /* One stand-in device. */
 struct sk_device {
@@ -38,28 +60,62 @@ struct sk_device {
 	bool mlx5;                /* served by the (stand-in) mlx5 provider */
 };
 
-/* A context: what ibv_open_device/ibv_import_device return. */
+/* A context: what ibv_open_device/ibv_import_device return. Like a real
+ * provider's, it is a verbs_context, so verbs.h's static inlines
+ * (ibv_alloc_dm...) reach the provider's ops through it. */
 struct sk_context {
-	struct ibv_context ibctx; /* first */
 	struct sk_device *dev;
 	struct sk_ufile *uf;      /* the ufile's table page, mapped */
+	struct verbs_context vctx; /* last: vctx.context is what callers get */
+};
+
+/* A PD as the provider keeps it: mlx5dv_init_obj() reads its number. */
+struct sk_pd {
+	struct ibv_pd pd; /* first */
+	uint32_t pdn;
+};
+
+/* What the kernel knows of an object (filled by sk_obj_lookup). */
+struct sk_obj_info {
+	uint32_t pdn;             /* SK_PD: PD number, device-wide */
+	uint32_t page_id;         /* SK_VAR */
+	uint32_t entry;           /* SK_VAR: mmap entry index */
+	uint32_t pd;              /* SK_MR: handle of its PD */
+	uint32_t lkey, rkey;      /* SK_MR */
+	uint32_t access;          /* SK_MR */
+	uint64_t addr, length;    /* SK_MR: registered range; SK_DM: length */
+	uint64_t offset;          /* SK_DM: offset of its memory in the ufile */
 };
 
 /* Is this one of the stand-in's devices? */
 bool sk_device_known(struct ibv_device *dev);
+/* Index of a known device. */
+uint32_t sk_device_index(struct ibv_device *dev);
 
-/* Create an object of type in the context's table. For SK_VAR a free VAR
- * page is taken too (*page receives its index). 0 or an errno value. */
-int sk_obj_create(struct ibv_context *ctx, enum sk_type type, uint32_t *handle,
-		  uint32_t *page);
+/* Every "ioctl" below: 0 or an errno value, EIO on a disassociated device. */
+int sk_check_alive(void);
+
+/* Create an object in the context's table; in: the fields of info the type
+ * needs (SK_MR: pd, access, addr, length; SK_DM: length), out: the rest.
+ * Handles, PD numbers, mkey indexes, VAR pages and entries lowest-free. */
+int sk_obj_create(struct ibv_context *ctx, enum sk_type type, struct sk_obj_info *info,
+		  uint32_t *handle);
 /* Does the table hold an object of type under handle? 0, ENOENT (no
- * object) or EINVAL (an object of another type). *page for SK_VAR. */
+ * object) or EINVAL (an object of another type); *info when 0. */
 int sk_obj_lookup(struct ibv_context *ctx, enum sk_type type, uint32_t handle,
-		  uint32_t *page);
-/* Destroy it: 0, ENOENT or EINVAL as sk_obj_lookup. */
+		  struct sk_obj_info *info);
+/* Destroy it: as lookup, and EBUSY for a PD that still has MRs. */
 int sk_obj_destroy(struct ibv_context *ctx, enum sk_type type, uint32_t handle);
 
-/* ---- Internal to the stand-in libibverbs (not exported) ---------------- */
+/* The kernel's side of mmap() on a cmd_fd. uf is the mapped table of the
+ * ufile; entry the index behind the offset. map: 0 (the entry is live; its
+ * mapping count grows) or EINVAL (no such entry: never made or its VAR
+ * destroyed). unmap: the count drops, and the entry of a destroyed VAR is
+ * released, with its device page, when its last mapping goes. */
+int sk_entry_map(struct sk_ufile *uf, uint32_t entry);
+void sk_entry_unmap(struct sk_ufile *uf, uint32_t entry);
+
+/* ---- Internal to the stand-in (not exported) --------------------------- */
 
 /* Create a ufile for device dev_index: *fd is its cmd_fd, *uf its mapped
  * table. 0 or an errno value. */

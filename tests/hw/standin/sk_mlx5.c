@@ -10,6 +10,7 @@
  * asking the kernel, and unimport releases only local memory.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,19 @@ bool mlx5dv_is_supported(struct ibv_device *device)
 	return sk_device_known(device) && ((struct sk_device *)device)->mlx5;
 }
 
+/* MLX5_1.2. The stand-in fills PDs only (their PD number, which mlx5's
+ * ibv_import_pd got from the kernel); other kinds are not modelled. */
+int mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	if (obj_type != MLX5DV_OBJ_PD)
+		return EOPNOTSUPP;
+	if (!mlx5dv_is_supported(obj->pd.in->context->device))
+		return EOPNOTSUPP;
+	obj->pd.out->pdn = ((struct sk_pd *)obj->pd.in)->pdn;
+	obj->pd.out->comp_mask = 0;
+	return 0;
+}
+
 static struct mlx5dv_var *new_var(struct ibv_context *ctx, uint32_t handle,
 				  uint32_t page_id, uint32_t length, off_t mmap_off)
 {
@@ -60,28 +74,36 @@ static struct mlx5dv_var *new_var(struct ibv_context *ctx, uint32_t handle,
 	return &v->dv;
 }
 
+/* Flags this libmlx5 passes to the kernel: none before the TLP flag. */
+#ifdef SK_RDMA_CORE_44
+#define SK_VAR_FLAGS_KNOWN 0u
+#else
+#define SK_VAR_FLAGS_KNOWN SK_VAR_FLAG_TLP
+#endif
+
 struct mlx5dv_var *mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
 {
+	struct sk_obj_info info = { 0 };
 	struct mlx5dv_var *dv;
-	uint32_t handle, page;
+	uint32_t handle;
 	int err;
 
-	if (!mlx5dv_is_supported(context->device)) {
+	if (!mlx5dv_is_supported(context->device) || (flags & ~SK_VAR_FLAGS_KNOWN)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (flags & ~SK_VAR_FLAG_TLP) {
-		errno = EINVAL;
+	/* A kernel or device without the VAR object: the ioctl names an
+	 * unknown object, answered with EPROTONOSUPPORT. */
+	if (getenv("STANDIN_NO_VAR_SUPPORT")) {
+		errno = sk_check_alive() ?: EPROTONOSUPPORT;
 		return NULL;
 	}
-	err = sk_obj_create(context, SK_VAR, &handle, &page);
+	err = sk_obj_create(context, SK_VAR, &info, &handle);
 	if (err) {
 		errno = err;
 		return NULL;
 	}
-	/* Page p of the ufile's VAR area is mapped at offset (1 + p) pages. */
-	dv = new_var(context, handle, SK_VAR_PAGE_ID0 + page, SK_PAGE,
-		     (off_t)SK_PAGE * (1 + page));
+	dv = new_var(context, handle, info.page_id, SK_PAGE, (off_t)SK_ENTRY_OFF(info.entry));
 	if (!dv)
 		sk_obj_destroy(context, SK_VAR, handle);
 	return dv;
@@ -91,8 +113,14 @@ void mlx5dv_free_var(struct mlx5dv_var *dv_var)
 {
 	struct sk_var *v = (struct sk_var *)dv_var;
 
-	/* Destroys the kernel object; rdma-core reports no failure here. */
-	sk_obj_destroy(v->ctx, SK_VAR, v->handle);
+	/* Upstream asserts that the destroy ioctl succeeded: a VAR destroyed
+	 * elsewhere, or a disassociated device, aborts the process in builds
+	 * without NDEBUG (rdma-core's own build.sh). */
+	if (sk_obj_destroy(v->ctx, SK_VAR, v->handle) != 0) {
+		fprintf(stderr, "stand-in libmlx5: mlx5dv_free_var: destroy failed: "
+			"assert(false) as upstream\n");
+		abort();
+	}
 	free(v);
 }
 
@@ -133,6 +161,7 @@ struct mlx5dv_var *mlx5dv_var_import(struct ibv_context *context, void *data)
 {
 	struct sk_var_record rec;
 
+	/* Upstream makes no kernel call: whatever the record says is taken. */
 	if (!mlx5dv_is_supported(context->device)) {
 		errno = EOPNOTSUPP;
 		return NULL;

@@ -78,6 +78,10 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return htobe64(((struct sk_device *)device)->guid);
 }
 
+/* The provider's verbs_context ops (reached through verbs.h's inlines). */
+static struct ibv_dm *sk_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
+static int sk_free_dm(struct ibv_dm *dm);
+
 /* Wrap a ufile fd in a context; on failure the fd is closed (the context
  * had adopted it, as rdma-core's provider alloc/import steps do). */
 static struct ibv_context *new_context(struct sk_device *dev, int fd,
@@ -98,14 +102,24 @@ static struct ibv_context *new_context(struct sk_device *dev, int fd,
 		errno = ENOMEM;
 		return NULL;
 	}
-	ctx->ibctx.device = &dev->ibdev;
-	ctx->ibctx.cmd_fd = fd;
-	ctx->ibctx.async_fd = -1;
-	ctx->ibctx.num_comp_vectors = 1;
-	pthread_mutex_init(&ctx->ibctx.mutex, NULL);
+	ctx->vctx.sz = sizeof(ctx->vctx);
+	ctx->vctx.alloc_dm = sk_alloc_dm;
+	ctx->vctx.free_dm = sk_free_dm;
+	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->vctx.context.device = &dev->ibdev;
+	ctx->vctx.context.cmd_fd = fd;
+	ctx->vctx.context.async_fd = -1;
+	ctx->vctx.context.num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->dev = dev;
 	ctx->uf = uf;
-	return &ctx->ibctx;
+	return &ctx->vctx.context;
+}
+
+static struct sk_context *sk_of(struct ibv_context *context)
+{
+	return (struct sk_context *)((char *)context -
+				     offsetof(struct sk_context, vctx.context));
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -161,6 +175,12 @@ struct ibv_context *ibv_import_device(int cmd_fd)
 		errno = ENODEV;
 		return NULL;
 	}
+	/* The char device of a removed device is gone: rdma-core finds no
+	 * device for its st_rdev. */
+	if (sk_check_alive()) {
+		errno = ENODEV;
+		return NULL;
+	}
 	/* From here on the context owns cmd_fd, failure or not. */
 	if (getenv("STANDIN_FAIL_IMPORT")) {
 		fail_adopted(cmd_fd);
@@ -172,7 +192,7 @@ struct ibv_context *ibv_import_device(int cmd_fd)
 
 int ibv_close_device(struct ibv_context *context)
 {
-	struct sk_context *ctx = (struct sk_context *)context;
+	struct sk_context *ctx = sk_of(context);
 
 	sk_ufile_unmap(ctx->uf);
 	close(context->cmd_fd);
@@ -181,43 +201,60 @@ int ibv_close_device(struct ibv_context *context)
 	return 0;
 }
 
-static struct ibv_pd *new_pd(struct ibv_context *context, uint32_t handle)
+uint32_t sk_device_index(struct ibv_device *dev)
 {
-	struct ibv_pd *pd = malloc(sizeof(*pd));
+	return (uint32_t)((struct sk_device *)dev - devices);
+}
+
+/* ---- PDs ------------------------------------------------------------------ */
+
+static struct ibv_pd *new_pd(struct ibv_context *context, uint32_t handle, uint32_t pdn)
+{
+	struct sk_pd *pd = malloc(sizeof(*pd));
 
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	pd->context = context;
-	pd->handle = handle;
-	return pd;
+	pd->pd.context = context;
+	pd->pd.handle = handle;
+	pd->pdn = pdn;
+	return &pd->pd;
 }
 
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
+	struct sk_obj_info info = { 0 };
 	uint32_t handle;
 	struct ibv_pd *pd;
 	/* Test hook: STANDIN_FAIL_ALLOC_PD=<errno> makes the kernel refuse, as
 	 * it does with EPERM, EACCES, EOPNOTSUPP, EIO... */
 	const char *inject = getenv("STANDIN_FAIL_ALLOC_PD");
-	int err = inject ? atoi(inject) : sk_obj_create(context, SK_PD, &handle, NULL);
+	int err = inject ? atoi(inject) : sk_obj_create(context, SK_PD, &info, &handle);
 
 	if (err) {
 		errno = err;
 		return NULL;
 	}
-	pd = new_pd(context, handle);
+	pd = new_pd(context, handle, info.pdn);
 	if (!pd)
 		sk_obj_destroy(context, SK_PD, handle);
 	return pd;
 }
 
+/* rdma-core's destroy rule (verbs_is_destroy_err): EIO means the device was
+ * disassociated and the object is already gone, which is success. */
+static int destroy_status(int err)
+{
+	return err == EIO ? 0 : err;
+}
+
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	/* Returns an errno value; on failure the local object stays, so the
-	 * caller can still unimport it (rdma-core's contract). */
-	int err = sk_obj_destroy(pd->context, SK_PD, pd->handle);
+	 * caller can still unimport it (rdma-core's contract). EBUSY while it
+	 * has MRs. */
+	int err = destroy_status(sk_obj_destroy(pd->context, SK_PD, pd->handle));
 
 	if (err)
 		return err;
@@ -227,17 +264,221 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 
 struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
 {
-	/* The provider asks the kernel whether the handle names a PD. */
-	int err = sk_obj_lookup(context, SK_PD, pd_handle, NULL);
+	/* The provider asks the kernel (mlx5: MLX5_IB_METHOD_PD_QUERY), which
+	 * answers with the PD number. */
+	struct sk_obj_info info;
+	int err = sk_obj_lookup(context, SK_PD, pd_handle, &info);
 
 	if (err) {
 		errno = err;
 		return NULL;
 	}
-	return new_pd(context, pd_handle);
+	return new_pd(context, pd_handle, info.pdn);
 }
 
 void ibv_unimport_pd(struct ibv_pd *pd)
 {
 	free(pd); /* local only */
+}
+
+/* ---- MRs ------------------------------------------------------------------ */
+
+static struct ibv_mr *new_mr(struct ibv_pd *pd, uint32_t handle, const struct sk_obj_info *info,
+			     void *addr)
+{
+	struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = info->length;
+	mr->handle = handle;
+	mr->lkey = info->lkey;
+	mr->rkey = info->rkey;
+	return mr;
+}
+
+/* Access bits the stand-in's kernel knows (IBV_ACCESS_* up to RELAXED). */
+#define SK_ACCESS_KNOWN 0x1fffu
+
+#undef ibv_reg_mr /* verbs.h makes it a macro over the versioned functions */
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	struct sk_obj_info info = {
+		.pd = pd->handle, .access = (uint32_t)access,
+		.addr = (uintptr_t)addr, .length = length,
+	};
+	struct ibv_mr *mr;
+	uint32_t handle;
+	int err;
+
+	if ((uint32_t)access & ~SK_ACCESS_KNOWN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* Remote write or atomic needs local write (the kernel's rule). */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = sk_obj_create(pd->context, SK_MR, &info, &handle);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	mr = new_mr(pd, handle, &info, addr);
+	if (!mr)
+		sk_obj_destroy(pd->context, SK_MR, handle);
+	return mr;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	(void)iova; /* the stand-in keeps no I/O virtual addresses */
+	return ibv_reg_mr(pd, addr, length, (int)access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	int err = destroy_status(sk_obj_destroy(mr->context, SK_MR, mr->handle));
+
+	if (err)
+		return err;
+	free(mr);
+	return 0;
+}
+
+struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	/* The kernel answers the query with lkey, rkey and length; the address
+	 * is the registering process's and is not given (NULL). Like upstream,
+	 * nothing checks that the MR is registered on this pd. */
+	struct sk_obj_info info;
+	int err = sk_obj_lookup(pd->context, SK_MR, mr_handle, &info);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	return new_mr(pd, mr_handle, &info, NULL);
+}
+
+void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	free(mr); /* local only */
+}
+
+/* ---- Device memory -------------------------------------------------------- */
+
+struct sk_dm {
+	struct ibv_dm dm; /* first */
+	uint64_t offset;  /* of its memory in the ufile */
+	uint64_t length;
+};
+
+/* mlx5's rule: a copy must lie inside the DM, else EFAULT. */
+static int dm_span(struct sk_dm *d, uint64_t off, size_t len)
+{
+	return off > d->length || len > d->length - off ? EFAULT : 0;
+}
+
+static int sk_memcpy_to_dm(struct ibv_dm *dm, uint64_t off, const void *src, size_t len)
+{
+	struct sk_dm *d = (struct sk_dm *)dm;
+	int err = dm_span(d, off, len) ?: sk_check_alive();
+
+	if (err)
+		return err;
+	return pwrite(dm->context->cmd_fd, src, len, (off_t)(d->offset + off)) == (ssize_t)len
+		       ? 0 : EIO;
+}
+
+static int sk_memcpy_from_dm(void *dst, struct ibv_dm *dm, uint64_t off, size_t len)
+{
+	struct sk_dm *d = (struct sk_dm *)dm;
+	int err = dm_span(d, off, len) ?: sk_check_alive();
+
+	if (err)
+		return err;
+	return pread(dm->context->cmd_fd, dst, len, (off_t)(d->offset + off)) == (ssize_t)len
+		       ? 0 : EIO;
+}
+
+static struct ibv_dm *new_dm(struct ibv_context *context, uint32_t handle,
+			     const struct sk_obj_info *info)
+{
+	struct sk_dm *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->dm.context = context;
+	d->dm.memcpy_to_dm = sk_memcpy_to_dm;
+	d->dm.memcpy_from_dm = sk_memcpy_from_dm;
+	d->dm.comp_mask = IBV_DM_MASK_HANDLE;
+	d->dm.handle = handle;
+	d->offset = info->offset;
+	d->length = info->length;
+	return &d->dm;
+}
+
+static struct ibv_dm *sk_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr)
+{
+	struct sk_obj_info info = { .length = attr->length };
+	struct ibv_dm *dm;
+	uint32_t handle;
+	char zero[SK_DM_CHUNK] = { 0 };
+	int err;
+
+	if (attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = sk_obj_create(context, SK_DM, &info, &handle);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	/* Handed out zeroed, as the device clears it. */
+	for (uint64_t done = 0; done < info.length; done += sizeof(zero))
+		if (pwrite(context->cmd_fd, zero, sizeof(zero), (off_t)(info.offset + done)) < 0)
+			break;
+	dm = new_dm(context, handle, &info);
+	if (!dm)
+		sk_obj_destroy(context, SK_DM, handle);
+	return dm;
+}
+
+static int sk_free_dm(struct ibv_dm *dm)
+{
+	int err = destroy_status(sk_obj_destroy(dm->context, SK_DM, dm->handle));
+
+	if (err)
+		return err;
+	free(dm);
+	return 0;
+}
+
+struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
+{
+	struct sk_obj_info info;
+	int err = sk_obj_lookup(context, SK_DM, dm_handle, &info);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	return new_dm(context, dm_handle, &info);
+}
+
+void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	free(dm); /* local only */
 }

@@ -1,0 +1,174 @@
+/*
+ * The stand-in answers as upstream rdma-core and the kernel do, and rshare
+ * turns each answer into the right status and message.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "hw_suite.h"
+
+static rshare_device *open_dev(const char *name)
+{
+	rshare_device *dev = NULL;
+
+	REQUIRE_OK(rshare_device_open(name, &dev));
+	return dev;
+}
+
+void case_errno_statuses(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name);
+	rshare_pd *pd = NULL;
+
+	/* The kernel's words for "not supported" and "used up". */
+	setenv("STANDIN_FAIL_ALLOC_PD", "93" /* EPROTONOSUPPORT */, 1);
+	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_UNSUPPORTED);
+	CHECK(rshare_last_errno() == EPROTONOSUPPORT);
+	CHECK_MSG("lacks");
+	setenv("STANDIN_FAIL_ALLOC_PD", "28" /* ENOSPC */, 1);
+	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_NOMEM);
+	CHECK_MSG("no free entry");
+	setenv("STANDIN_FAIL_ALLOC_PD", "16" /* EBUSY */, 1);
+	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_BUSY);
+	CHECK_MSG("in use");
+	setenv("STANDIN_FAIL_ALLOC_PD", "5" /* EIO */, 1);
+	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_IO);
+	CHECK_MSG("removed or reset");
+	unsetenv("STANDIN_FAIL_ALLOC_PD");
+	CHECK(pd == NULL);
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_var_flags(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name);
+	rshare_var *var = NULL;
+	int s = rshare_var_alloc(a, RSHARE_VAR_FLAG_TLP, &var);
+
+	if (t->var_sharing) {
+		/* rdma-core 63 knows the TLP flag. */
+		CHECK_OK(s);
+		if (s == RSHARE_OK)
+			CHECK_OK(rshare_var_free(var));
+	} else {
+		/* rdma-core 44 rejects every flag, TLP included, with EOPNOTSUPP. */
+		CHECK_ST(s, RSHARE_E_UNSUPPORTED);
+		CHECK(rshare_last_errno() == EOPNOTSUPP);
+		CHECK_MSG("TLP");
+		CHECK(var == NULL);
+	}
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_var_no_kernel_support(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name);
+	rshare_var *var = NULL;
+
+	/* An mlx5 device whose kernel lacks the VAR object. */
+	setenv("STANDIN_NO_VAR_SUPPORT", "1", 1);
+	CHECK_ST(rshare_var_alloc(a, 0, &var), RSHARE_E_UNSUPPORTED);
+	unsetenv("STANDIN_NO_VAR_SUPPORT");
+	CHECK(rshare_last_errno() == EPROTONOSUPPORT);
+	CHECK_MSG("kernel driver lacks VARs");
+	CHECK(var == NULL);
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_disassociated(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name), *b = NULL;
+	rshare_pd *pd = NULL, *pd2 = NULL;
+	int fd = -1;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_device_fd(a, &fd));
+	setenv("STANDIN_DISASSOCIATED", "1", 1);
+	CHECK_ST(rshare_pd_alloc(a, &pd2), RSHARE_E_IO);
+	CHECK(rshare_last_errno() == EIO);
+	CHECK_MSG("removed or reset");
+	/* The removed device's char device is gone: nothing to import. */
+	CHECK_ST(rshare_device_import(fd, &b), RSHARE_E_NODEV);
+	/* rdma-core turns EIO from a destroy into success: the kernel has
+	 * already destroyed everything of a disassociated device. */
+	CHECK_OK(rshare_pd_free(pd));
+	unsetenv("STANDIN_DISASSOCIATED");
+	CHECK(pd2 == NULL && b == NULL);
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_handles_lowest_free(const struct hw_target *t)
+{
+	rshare_device *a = open_dev(t->name);
+	rshare_pd *p1, *p2, *p3;
+	uint32_t h1, h2, h3;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &p1));
+	REQUIRE_OK(rshare_pd_alloc(a, &p2));
+	CHECK_OK(rshare_pd_handle(p1, &h1));
+	CHECK_OK(rshare_pd_handle(p2, &h2));
+	CHECK(h2 == h1 + 1);
+	CHECK_OK(rshare_pd_free(p1));
+	/* The kernel hands the freed number to the next object. */
+	REQUIRE_OK(rshare_pd_alloc(a, &p3));
+	CHECK_OK(rshare_pd_handle(p3, &h3));
+	CHECK(h3 == h1);
+	CHECK_OK(rshare_pd_free(p2));
+	CHECK_OK(rshare_pd_free(p3));
+	CHECK_OK(rshare_device_close(a));
+}
+
+static void attrs(rshare_var *v, uint32_t *page, uint64_t *off)
+{
+	REQUIRE_OK(rshare_var_attrs(v, page, NULL, off));
+}
+
+void case_var_pages_device_wide(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *c = open_dev(t->name), *b = NULL;
+	rshare_var *va, *vc, *copy = NULL, *vn, *vm;
+	uint32_t pa, pc, pn, pm;
+	uint64_t oa, oc, on, om;
+	void *addr = NULL;
+	size_t len;
+	int fd;
+
+	REQUIRE_OK(rshare_device_fd(a, &fd));
+	REQUIRE_OK(rshare_device_import(fd, &b));
+	/* Two contexts of one device: pages device-wide, offsets per context. */
+	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+	REQUIRE_OK(rshare_var_alloc(c, 0, &vc));
+	attrs(va, &pa, &oa);
+	attrs(vc, &pc, &oc);
+	CHECK(pa == STANDIN_VAR_PAGE_ID0 && pc == STANDIN_VAR_PAGE_ID0 + 1);
+	CHECK(oa == oc);
+
+	/* Freed while mapped elsewhere: the page and offset stay taken until
+	 * the last mapping goes, and the offset no longer maps. */
+	REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_var_import(b, blob, len, &copy));
+	CHECK_OK(rshare_var_map(copy, &addr));
+	CHECK_OK(rshare_var_free(va));
+	REQUIRE_OK(rshare_var_alloc(a, 0, &vn));
+	attrs(vn, &pn, &on);
+	CHECK(pn == STANDIN_VAR_PAGE_ID0 + 2 && on != oa);
+	CHECK_OK(rshare_var_unmap(copy));
+	CHECK(rshare_var_map(copy, &addr) != RSHARE_OK);
+	CHECK(rshare_last_errno() == EINVAL);
+	CHECK_OK(rshare_var_unimport(copy));
+	/* Last mapping gone: the lowest page and offset are free again. */
+	REQUIRE_OK(rshare_var_alloc(a, 0, &vm));
+	attrs(vm, &pm, &om);
+	CHECK(pm == pa && om == oa);
+
+	CHECK_OK(rshare_var_free(vm));
+	CHECK_OK(rshare_var_free(vn));
+	CHECK_OK(rshare_var_free(vc));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}
