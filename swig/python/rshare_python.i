@@ -2,8 +2,8 @@
  * Python typemaps for the abstract patterns named in ../rshare.i.
  *
  * The low-level module (rshare._rshare) is plain and fast: handles are
- * Python ints (the C side generation-checks every token, so any int is
- * safe to pass), blobs are bytes, sized outputs come back as bytes/str and
+ * Python ints, or the package's Device/PD/Var objects (the C side
+ * generation-checks every token, so any int is safe to pass), blobs are bytes, sized outputs come back as bytes/str and
  * a negative status raises the rshare.Error subclass the pure-Python
  * package registered for it. The package (bindings/python/rshare) builds
  * the objects users see on top of this.
@@ -12,76 +12,38 @@
 /* ---- the interpreter lock -------------------------------------------------
  * The module is built with -threads, but only the calls that may block keep
  * the lock released: every other call returns in well under a microsecond,
- * less than releasing and taking back the lock would cost. */
+ * less than releasing and taking back the lock would cost. The package
+ * itself sends and receives through wait.c, which also waits
+ * interruptibly and honours socket timeouts. */
 %feature("nothread", "1");
 %feature("nothread", "0") rshare_channel_send;
 %feature("nothread", "0") rshare_channel_recv;
 
-/* ---- errors -------------------------------------------------------------- */
+/* ---- the hand-written parts (pymodule.h): exceptions, the object base
+ * types, the interruptible channel calls ------------------------------------ */
 %{
 #include <string.h>
-
-/* Exception classes indexed by -status, registered once at import by
- * rshare/_errors.py (built from rshare_status_name(), so names never drift). */
-static PyObject *rshare_py_error_classes;
-
-/* Raise the registered class for status with rshare_last_error() as the
- * message; must run right after the failing call, on the same thread. */
-static void rshare_py_raise(int status)
-{
-	const char *msg = rshare_last_error();
-	int err = rshare_last_errno();
-	PyObject *cls = NULL, *text, *exc;
-
-	if (!msg || !*msg)
-		msg = rshare_strerror(status);
-	if (rshare_py_error_classes && -status < PyTuple_GET_SIZE(rshare_py_error_classes))
-		cls = PyTuple_GET_ITEM(rshare_py_error_classes, -status);
-	text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
-	if (!text)
-		return;
-	if (!cls || cls == Py_None) {
-		/* Only the raw module without the package gets here. */
-		PyErr_Format(PyExc_RuntimeError, "%s: %U", rshare_status_name(status), text);
-		Py_DECREF(text);
-		return;
-	}
-	exc = PyObject_CallFunction(cls, "Oii", text, status, err);
-	Py_DECREF(text);
-	if (exc) {
-		PyErr_SetObject(cls, exc);
-		Py_DECREF(exc);
-	}
-}
+#include "python/pymodule.h"
 %}
-
-%rename(_set_error_classes) rshare_py_set_error_classes;
-%inline %{
-/* Register the exception classes (a tuple indexed by -status). */
-static PyObject *rshare_py_set_error_classes(PyObject *classes)
-{
-	if (!PyTuple_Check(classes)) {
-		PyErr_SetString(PyExc_TypeError, "expected a tuple of exception classes");
+%init %{
+	if (rs_py_init(m) < 0)
 		return NULL;
-	}
-	Py_INCREF(classes);
-	Py_XSETREF(rshare_py_error_classes, classes);
-	Py_RETURN_NONE;
-}
 %}
 
 %typemap(out, noblock=1) int RSHARE_STATUS {
 	if ($1 < 0) {
-		rshare_py_raise($1);
+		rs_py_raise($1);
 		SWIG_fail;
 	}
 	$result = SWIG_Py_Void();
 }
 
-/* ---- handles: ints in, ints out ------------------------------------------ */
-%typemap(in, noblock=1) SWIGTYPE *RSHARE_HANDLE {
+/* ---- handles: ints (or the package's objects) in, ints out ---------------- */
+%typemap(in, noblock=1) SWIGTYPE *RSHARE_HANDLE (void *obj_handle = NULL) {
 	if ($input == Py_None) {
 		$1 = NULL;
+	} else if (rs_py_handle_of($input, &obj_handle)) {
+		$1 = ($1_ltype)obj_handle;
 	} else {
 		$1 = ($1_ltype)PyLong_AsVoidPtr($input);
 		if (!$1 && PyErr_Occurred())

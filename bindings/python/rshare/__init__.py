@@ -37,9 +37,11 @@ def last_error() -> str:
     return _rshare.last_error()
 
 
+# What `from rshare import *` brings in: everything public except open(),
+# which would shadow the builtin (call it as rshare.open()).
 __all__ = [
     "__version__", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
-    "Device", "DeviceInfo", "PD", "Var", "devices", "open", "send", "recv",
+    "Device", "DeviceInfo", "PD", "Var", "devices", "send", "recv",
     "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",

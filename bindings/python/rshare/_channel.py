@@ -2,12 +2,19 @@
 
 One message carries the device's command fd (SCM_RIGHTS) and up to 64 KiB
 of payload, typically the export blobs of the objects being shared.
+
+send() and recv() behave like the socket module's calls: they wait without
+holding the interpreter lock, Ctrl-C interrupts them (KeyboardInterrupt),
+a socket timeout (``sock.settimeout(1)``) raises TimeoutError and a
+non-blocking socket (``sock.setblocking(False)``, or a raw fd in O_NONBLOCK
+mode) raises BlockingIOError instead of waiting.
 """
 
 from __future__ import annotations
 
+import os
 import socket
-from typing import Tuple, Union
+from typing import Optional, Tuple, Union
 
 from . import _rshare as _c
 from ._device import Device
@@ -17,27 +24,31 @@ __all__ = ["send", "recv"]
 SocketLike = Union[socket.socket, int]
 
 
-def _fileno(sock: SocketLike) -> int:
-    if isinstance(sock, int):
-        return sock
-    try:
-        return sock.fileno()
-    except AttributeError:
-        raise TypeError(f"expected a socket or an fd, not {type(sock).__name__}") from None
+def _fd_and_timeout(sock: SocketLike, call: str) -> Tuple[int, Optional[float]]:
+    """The fd to use and how long to wait (None: forever, 0.0: not at all)."""
+    if isinstance(sock, int) and not isinstance(sock, bool):
+        return sock, None if os.get_blocking(sock) else 0.0
+    if isinstance(sock, socket.socket):
+        return sock.fileno(), sock.gettimeout()
+    raise TypeError(f"{call}() argument 'sock' must be a socket or an fd, "
+                    f"not {type(sock).__name__}")
 
 
 def send(sock: SocketLike, dev: Device, payload: bytes = b"") -> None:
     """Send ``dev``'s context and ``payload`` (at most 64 KiB) as one message
-    over ``sock``, a connected AF_UNIX stream or seqpacket socket (or fd).
-    Blocks without holding the interpreter lock."""
+    over ``sock``, a connected AF_UNIX stream or seqpacket socket (or fd)."""
     if not isinstance(dev, Device):
-        raise TypeError(f"send() expects a Device, not {type(dev).__name__}")
-    _c.channel_send(_fileno(sock), dev._h, payload)
+        raise TypeError(f"send() argument 'dev' must be a Device, not {type(dev).__name__}")
+    fd, timeout = _fd_and_timeout(sock, "send")
+    _c.channel_send_wait(fd, dev, payload, timeout)
 
 
 def recv(sock: SocketLike) -> Tuple[Device, bytes]:
     """Receive one message sent by send(): a new Device importing the sent
-    context, and the payload bytes. Blocks (without holding the interpreter
-    lock) until a message comes; SystemCallError if the peer closed."""
-    handle, payload = _c.channel_recv(_fileno(sock))
-    return Device._adopt(handle), payload
+    context, and the payload bytes. Waits until a message comes (see the
+    module's notes on timeouts and Ctrl-C); SystemCallError if the peer
+    closed."""
+    fd, timeout = _fd_and_timeout(sock, "recv")
+    dev: Device
+    dev, payload = _c.channel_recv_wait(fd, timeout)
+    return dev, payload

@@ -10,19 +10,22 @@ another process.
 from __future__ import annotations
 
 import os
+import re
 from multiprocessing import reduction as _mp_reduction
-from typing import List, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Any, List, NamedTuple, NoReturn, Optional, SupportsIndex, Tuple, Union
 
+from . import _errors
 from . import _rshare as _c
 from ._errors import Error
 from ._objects import PD, Var
-from ._blob import from_text as _from_text
 
 __all__ = ["Device", "DeviceInfo", "devices", "open"]
 
 _PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
 
 Blob = Union[bytes, bytearray, memoryview, str]
+
+_FD_IN_MESSAGE = re.compile(r"\bfd -?\d+")
 
 
 def _provider_name(value: int) -> str:
@@ -46,136 +49,117 @@ def devices() -> List[DeviceInfo]:
     return result
 
 
-class Device:
+class Device(_c.Context):
     """A device context. Use as a context manager to close it on exit.
 
     ``close()`` raises Busy while PDs or VARs made or imported through it
     are live in this process; objects keep their Device alive, so the
-    garbage collector closes it only after them.
+    garbage collector closes it only after them. ``close()``,
+    ``import_pd()``, ``import_var()``, ``closed`` and the context manager
+    are the C base type's (rshare._rshare.Context). In a child made by
+    fork(), closing an inherited Device first releases, locally, the objects
+    the child inherited on it (they live on for the parent).
     """
 
-    __slots__ = ("_h", "_open", "__weakref__")
-
-    _h: int
-    _open: bool
-    # Bound on the class so the finalizer works during interpreter shutdown.
-    _c_close = staticmethod(_c.device_close)
-
-    @classmethod
-    def _adopt(cls, handle: int) -> "Device":
-        dev = cls.__new__(cls)
-        dev._h = handle
-        dev._open = True
-        return dev
-
-    def __init__(self) -> None:
-        raise TypeError("open a Device with rshare.open(), Device.from_fd() or rshare.recv()")
+    __slots__ = ()
 
     @classmethod
     def open(cls, name: Optional[str] = None) -> "Device":
         """Open a new context on device ``name``; None or "" opens the first
         hardware device, or sim0 when there is none. Opening "sim0" creates a
         new simulated object table, shared only through this context's fd."""
-        return cls._adopt(_c.device_open(name))
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"open() argument 'name' must be str or None, "
+                            f"not {type(name).__name__}")
+        return _adopt_device(_c.device_open(name))
 
     @classmethod
     def from_fd(cls, fd: int) -> "Device":
         """Import a context shared by another process through its command fd
         (received by pass_fds, SCM_RIGHTS or inheritance). The fd is
         duplicated: the caller still owns and eventually closes ``fd``."""
-        return cls._adopt(_c.device_import(fd))
+        if not isinstance(fd, int) or isinstance(fd, bool):
+            raise TypeError(f"from_fd() argument 'fd' must be int, not {type(fd).__name__}")
+        try:
+            return _adopt_device(_c.device_import(fd))
+        except Error as exc:
+            # The C library reports the duplicate it made; name the caller's fd.
+            raise type(exc)(_FD_IN_MESSAGE.sub(f"fd {fd}", str(exc)), exc.code,
+                            exc.errno) from None
 
     # -- attributes --------------------------------------------------------
     @property
     def fd(self) -> int:
         """The command fd to share with other processes (borrowed: owned by
         this Device and closed with it)."""
-        return _c.device_fd(self._h)
+        return _c.device_fd(self)
 
     @property
     def name(self) -> str:
         """The device name, e.g. "sim0"."""
-        return _c.device_name(self._h)
+        return _c.device_name(self)
 
     @property
     def guid(self) -> int:
         """The node GUID."""
-        return _c.device_guid(self._h)
+        return _c.device_guid(self)
 
     @property
     def provider(self) -> str:
         """"hw" for a real RDMA device, "sim" for the simulated sim0."""
-        return _provider_name(_c.device_provider(self._h))
-
-    @property
-    def closed(self) -> bool:
-        """True after a successful close()."""
-        return not self._open
+        return _provider_name(_c.device_provider(self))
 
     # -- objects -----------------------------------------------------------
     def alloc_pd(self) -> PD:
         """Allocate a protection domain on this device."""
-        return PD._adopt(self, _c.pd_alloc(self._h), False)
-
-    def import_pd(self, blob: Blob) -> PD:
-        """Import the PD described by ``blob`` (bytes, or its text form)."""
-        if blob.__class__ is str:
-            blob = _from_text(blob)
-        return PD._adopt(self, _c.pd_import(self._h, blob), True)
+        pd: PD = _c._wrap(_c.RSHARE_KIND_PD, self, _c.pd_alloc(self), False)
+        return pd
 
     def alloc_var(self, flags: int = 0) -> Var:
         """Allocate a VAR; flags is 0 or rshare.VAR_FLAG_TLP."""
-        return Var._adopt(self, _c.var_alloc(self._h, flags), False)
+        if not isinstance(flags, int):
+            raise TypeError(f"alloc_var() argument 'flags' must be int, "
+                            f"not {type(flags).__name__}")
+        if not 0 <= flags <= 0xFFFFFFFF:
+            raise _errors.InvalidArgument(f"alloc_var: flags {flags:#x} out of range",
+                                          _c.RSHARE_E_INVAL)
+        var: Var = _c._wrap(_c.RSHARE_KIND_VAR, self, _c.var_alloc(self, flags), False)
+        return var
 
-    def import_var(self, blob: Blob) -> Var:
-        """Import the VAR described by ``blob`` (bytes, or its text form)."""
-        if blob.__class__ is str:
-            blob = _from_text(blob)
-        return Var._adopt(self, _c.var_import(self._h, blob), True)
+    if TYPE_CHECKING:  # implemented by the C base type (rshare._rshare.Context)
+        def import_pd(self, blob: Blob) -> PD:
+            """Import the PD described by ``blob`` (bytes, or its text form)."""
+
+        def import_var(self, blob: Blob) -> Var:
+            """Import the VAR described by ``blob`` (bytes, or its text form)."""
 
     # -- lifetime ----------------------------------------------------------
-    def close(self) -> None:
-        """Close the context and its fd (objects live on for other processes
-        sharing it). Raises Busy while this process has live PDs/VARs on it
-        and StaleHandleError when already closed."""
-        _c.device_close(self._h)
-        self._open = False
-
-    def __enter__(self) -> "Device":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self._open:
-            self.close()
-
-    def __del__(self) -> None:
-        # Busy (objects still live, e.g. at interpreter exit) is not an
-        # error here: the OS closes the fd when the process ends.
-        if getattr(self, "_open", False):
-            try:
-                self._c_close(self._h)
-                self._open = False
-            except Exception:
-                pass
-
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         raise TypeError("a Device can only be sent by multiprocessing (which passes its fd) "
                         "or by rshare.send(); plain pickling would lose the fd")
 
     def _repr_name(self) -> str:
         try:
-            return _c.device_name(self._h)
+            return _c.device_name(self)
         except Error:
             return "a closed device"
 
     def __repr__(self) -> str:
-        if not self._open:
+        if self.closed:
             return "<rshare.Device closed>"
         try:
-            return (f"<rshare.Device {_c.device_name(self._h)} fd={_c.device_fd(self._h)} "
-                    f"provider={self.provider} guid={_c.device_guid(self._h):#018x}>")
+            return (f"<rshare.Device {_c.device_name(self)} fd={_c.device_fd(self)} "
+                    f"provider={self.provider} guid={_c.device_guid(self):#018x}>")
         except Error as exc:
             return f"<rshare.Device stale ({exc.name})>"
+
+
+def _adopt_device(handle: int) -> Device:
+    dev: Device = _c._wrap(_c.KIND_DEVICE, None, handle, False)
+    return dev
+
+
+_c._register(_c.KIND_DEVICE, Device)
 
 
 def open(name: Optional[str] = None) -> Device:  # noqa: A001 - the issue's API name
@@ -184,7 +168,7 @@ def open(name: Optional[str] = None) -> Device:  # noqa: A001 - the issue's API 
 
 
 # -- multiprocessing -------------------------------------------------------
-def _rebuild_device(dupfd) -> Device:
+def _rebuild_device(dupfd: Any) -> Device:
     fd = dupfd.detach()
     try:
         return Device.from_fd(fd)
@@ -192,7 +176,7 @@ def _rebuild_device(dupfd) -> Device:
         os.close(fd)
 
 
-def _reduce_device(dev: Device):
+def _reduce_device(dev: Device) -> Tuple[Any, Tuple[Any]]:
     return _rebuild_device, (_mp_reduction.DupFd(dev.fd),)
 
 

@@ -9,7 +9,7 @@ the message.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Dict, List, Optional, Tuple, Type
 
 from . import _rshare as _c
 
@@ -29,10 +29,13 @@ class Error(Exception):
     message is the C library's ``rshare_last_error()`` text.
     """
 
-    #: The C status of this class (set at import from the C status table).
-    code: Optional[int] = None
+    #: The C status of this class (set at import from the C status table;
+    #: 0 on the base class, which is raised only for an unknown status).
+    code: int = 0
     #: The C symbolic name of this class's status.
-    name: Optional[str] = None
+    name: str = "RSHARE_E_UNKNOWN"
+    #: The OS errno behind the failure, 0 if none.
+    errno: int
 
     def __init__(self, message: str, code: Optional[int] = None, errno: int = 0) -> None:
         super().__init__(message)
@@ -41,15 +44,16 @@ class Error(Exception):
             self.name = _c.status_name(code)
         self.errno = errno
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Type["Error"], Tuple[str, int, int]]:
         # Explicit, so the OSError subclasses keep errno (a slot, not in
         # __dict__) when a Pool worker's exception is sent to the parent.
         message = self.args[0] if self.args else ""
         return type(self), (message, self.code, self.errno)
 
 
-class InvalidArgument(Error):
-    """RSHARE_E_INVAL: a NULL/None handle, a bad flag or a malformed argument."""
+class InvalidArgument(Error, ValueError):
+    """RSHARE_E_INVAL: a NULL/None handle, a bad flag or a malformed argument
+    (also a ValueError)."""
 
 
 class OutOfMemory(Error, MemoryError):
@@ -140,7 +144,7 @@ _BY_CODE: Dict[int, Type[Error]] = {}
 
 def _bind_to_c() -> None:
     """Give each class its C code and register them with the compiled module."""
-    classes: list = [None]  # index 0 is RSHARE_OK: never raised
+    classes: List[Optional[Type[Error]]] = [None]  # index 0 is RSHARE_OK: never raised
     code = -1
     while True:
         name = _c.status_name(code)

@@ -9,14 +9,17 @@ Lifetime rules (the same for both classes):
   * the garbage collector and interpreter exit only ever *unimport*: an
     object another process may be using is never destroyed implicitly;
   * as a context manager, an object is freed on exit if it was allocated
-    here and unimported if it was imported.
+    here and unimported if it was imported;
+  * in a child made by fork(), the objects inherited from the parent are
+    released locally (never freed) when the child closes their Device.
+The rules are kept in C (swig/python/objects.c), the base type of both.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING, NoReturn, SupportsIndex, Tuple
 
 from . import _rshare as _c
 from ._errors import Error
@@ -30,98 +33,35 @@ _PICKLE_HINT = ("{0} objects cannot be pickled: send {1}.export() (plain bytes) 
                 "and call dev.import_{1}(blob) in the other process")
 
 
-class _Shared:
-    """What PD and Var have in common: a device, a handle token, a state."""
+class _Shared(_c.Object):
+    """What PD and Var have in common. The handle, the Device, the state,
+    ``unimport()``, ``free()``, the context manager and the release at
+    collection live in the C base type (rshare._rshare.Object): making and
+    dropping an object costs no Python-level finalizer."""
 
-    __slots__ = ("_dev", "_h", "_imported", "_live", "__weakref__")
-
+    __slots__ = ()
     _kind = "object"
-    _c_unimport = staticmethod(_c.pd_unimport)  # overridden per kind
-    _c_free = staticmethod(_c.pd_free)
 
-    _dev: "Device"
-    _h: int
-    _imported: bool
-    _live: bool
+    if TYPE_CHECKING:  # the C base's getter, typed with the package's class
+        @property
+        def device(self) -> Device:
+            """The Device this object was allocated on or imported into."""
 
-    @classmethod
-    def _adopt(cls, dev: "Device", handle: int, imported: bool):
-        """Wrap a fresh C handle (the constructors' common tail)."""
-        obj = cls.__new__(cls)
-        obj._dev = dev
-        obj._h = handle
-        obj._imported = imported
-        obj._live = True
-        return obj
-
-    def __init__(self) -> None:
-        raise TypeError(f"create a {type(self).__name__} with Device.alloc_{self._kind}() "
-                        f"or Device.import_{self._kind}()")
-
-    @property
-    def device(self) -> "Device":
-        """The Device this object was allocated on or imported into."""
-        return self._dev
-
-    @property
-    def imported(self) -> bool:
-        """True if this handle came from import_*(), False if allocated here."""
-        return self._imported
-
-    @property
-    def live(self) -> bool:
-        """False once this process released the handle (free/unimport)."""
-        return self._live
-
-    def unimport(self) -> None:
-        """Release this process's handle; the object lives on for others.
-
-        Valid on allocated and imported objects alike, and also after another
-        process freed the object. A second call raises StaleHandleError.
-        """
-        self._c_unimport(self._h)
-        self._live = False
-
-    def free(self) -> None:
-        """Destroy the object for every process and release the handle.
-
-        Raises NotFound if another process already destroyed it (the handle
-        stays live: release it with unimport()).
-        """
-        self._c_free(self._h)
-        self._live = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self._live:
-            if self._imported:
-                self.unimport()
-            else:
-                self.free()
-
-    def __del__(self) -> None:
-        # Local release only, and never an exception out of a finalizer.
-        if getattr(self, "_live", False):
-            try:
-                self._c_unimport(self._h)
-            except Exception:
-                pass
-            self._live = False
-
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         raise TypeError(_PICKLE_HINT.format(type(self).__name__, self._kind))
 
     def _repr_state(self) -> str:
-        how = "imported" if self._imported else "allocated"
-        where = self._dev._repr_name()
-        if not self._live:
+        how = "imported" if self.imported else "allocated"
+        where = self.device._repr_name()
+        if not self.live:
             return f"{how} on {where}, released"
         try:
-            return f"handle={self.handle} {how} on {where}"
+            return f"handle={self._repr_handle()} {how} on {where}"
         except Error as exc:
             return f"{how} on {where}, stale ({exc.name})"
+
+    def _repr_handle(self) -> int:
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<rshare.{type(self).__name__} {self._repr_state()}>"
@@ -132,17 +72,18 @@ class PD(_Shared):
 
     __slots__ = ()
     _kind = "pd"
-    _c_unimport = staticmethod(_c.pd_unimport)
-    _c_free = staticmethod(_c.pd_free)
 
     @property
     def handle(self) -> int:
         """The PD's kernel handle (meaningful within its object table)."""
-        return _c.pd_handle(self._h)
+        return _c.pd_handle(self)
+
+    def _repr_handle(self) -> int:
+        return self.handle
 
     def export(self) -> bytes:
         """The PD's export blob (bytes, at most 128) for import elsewhere."""
-        return _c.pd_export(self._h)
+        return _c.pd_export(self)
 
 
 class Var(_Shared):
@@ -156,34 +97,25 @@ class Var(_Shared):
     which then stays mapped until they are gone.
     """
 
-    __slots__ = ("_mm", "_mv", "_khandle")
+    __slots__ = ()
     _kind = "var"
-    _c_unimport = staticmethod(_c.var_unimport)
-    _c_free = staticmethod(_c.var_free)
-
-    @classmethod
-    def _adopt(cls, dev: "Device", handle: int, imported: bool):
-        obj = super()._adopt(dev, handle, imported)
-        obj._mm = None
-        obj._mv = None
-        obj._khandle = None
-        return obj
 
     def attrs(self) -> Tuple[int, int, int]:
         """(page_id, length, mmap_off) in one call."""
-        page_id, length, mmap_off = _c.var_attrs(self._h)
+        page_id, length, mmap_off = _c.var_attrs(self)
         return page_id, length, mmap_off
 
     @property
     def handle(self) -> int:
         """The VAR's kernel handle (the same in every process sharing it).
 
-        The C API has no accessor for it; it is read once from the export
-        blob, where every importer finds the same value.
+        The C API has no accessor for it; it is read from the export blob,
+        where every importer finds the same value.
         """
-        if self._khandle is None:
-            self._khandle = int(json.loads(_c.blob_describe(self.export()))["handle"])
-        return self._khandle
+        return int(json.loads(_c.blob_describe(self.export()))["handle"])
+
+    def _repr_handle(self) -> int:
+        return self.handle
 
     @property
     def page_id(self) -> int:
@@ -202,60 +134,38 @@ class Var(_Shared):
 
     def export(self) -> bytes:
         """The VAR's export blob (bytes) for import elsewhere."""
-        return _c.var_export(self._h)
+        return _c.var_export(self)
 
     def map(self) -> memoryview:
         """A writable memoryview of the VAR page, shared with every process
         that maps it. Repeated calls return the same view until unmap()."""
-        if self._mv is not None:
-            return self._mv
-        _, length, offset = _c.var_attrs(self._h)  # raises if stale
-        mm = mmap.mmap(self._dev.fd, length, mmap.MAP_SHARED,
+        if self._mapping is not None:
+            view: memoryview = self._mapping[0]
+            return view
+        _, length, offset = _c.var_attrs(self)  # raises if stale
+        mm = mmap.mmap(self.device.fd, length, mmap.MAP_SHARED,
                        mmap.PROT_READ | mmap.PROT_WRITE, offset=offset)
-        self._mm, self._mv = mm, memoryview(mm)
-        return self._mv
+        view = memoryview(mm)
+        # Released in this order (the view, then the mapping) by unmap(),
+        # unimport(), free() and collection: see _rshare.Object._mapping.
+        self._mapping = (view, mm)
+        return view
 
     @property
     def mapped(self) -> bool:
         """True between map() and unmap()."""
-        return self._mv is not None
-
-    def _drop_mapping(self) -> None:
-        mv, mm = self._mv, self._mm
-        self._mv = self._mm = None
-        if mv is not None:
-            try:
-                mv.release()
-            except BufferError:  # something holds a buffer export of the view
-                pass
-        if mm is not None:
-            try:
-                mm.close()
-            except BufferError:  # derived views still use it; it unmaps with them
-                pass
+        return self._mapping is not None
 
     def unmap(self) -> None:
         """Unmap the page; the memoryview from map() is released (any access
         raises ValueError). A no-op when not mapped; raises if stale."""
-        _c.var_unmap(self._h)  # the status check: stale handles raise
-        self._drop_mapping()
-
-    def unimport(self) -> None:
-        """Unmap, then release this process's handle; the VAR lives on."""
-        self._drop_mapping()
-        super().unimport()
-
-    def free(self) -> None:
-        """Unmap, then destroy the VAR for every process."""
-        self._drop_mapping()
-        super().free()
-
-    def __del__(self) -> None:
-        if getattr(self, "_mv", None) is not None or getattr(self, "_mm", None) is not None:
-            self._drop_mapping()
-        super().__del__()
+        _c.var_unmap(self)  # the status check: stale handles raise
+        self._release_mapping()
 
     def _repr_state(self) -> str:
         state = super()._repr_state()
-        return state + (" mapped" if self._mv is not None else "")
+        return state + (" mapped" if self._mapping is not None else "")
 
+
+_c._register(_c.RSHARE_KIND_PD, PD)
+_c._register(_c.RSHARE_KIND_VAR, Var)

@@ -1,0 +1,635 @@
+/*
+ * The C base types of the package's classes: rshare._rshare.Context (base
+ * of rshare.Device) and rshare._rshare.Object (base of rshare.PD, rshare.Var
+ * and the kinds to come). They hold the C handle, the owning Device and the
+ * state, and release the handle in tp_dealloc: no Python-level __del__, so
+ * making and dropping an object costs about what the two C calls cost
+ * (tools/bench_python.py measures it against cffi).
+ *
+ * Lifetime rules (the package's docs repeat them):
+ *  - an object holds a reference to its Device, so the device outlives it;
+ *  - free() destroys for every process, unimport() releases this process's
+ *    handle; garbage collection only ever unimports (closes a Device);
+ *  - as a context manager an object is freed on exit if it was allocated
+ *    here and unimported if imported; a Device is closed.
+ *
+ * Fork: a child made by fork() inherits the parent's objects (the Python
+ * objects and, in its copy of the C handle table, their handles). What it
+ * inherited is the parent's, never the child's to destroy: when the child
+ * closes an inherited Device, the handles it inherited on that device are
+ * released locally first (unimport: the shared objects live on), so the
+ * usual `with dev, dev.import_pd(blob) as pd:` works in a fork worker just
+ * as in a spawned one. Objects the child made itself still make close()
+ * raise Busy. Inherited objects are told apart by the fork epoch they were
+ * made in (a counter a pthread_atfork child handler increments: no getpid()
+ * system call on the hot path).
+ */
+#include "pymodule.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <structmember.h>
+
+#include "rshare/rshare.h"
+
+struct rs_py_obj {
+	PyObject_HEAD
+	void *h;                          /* the C handle (a checked token) */
+	PyObject *dev;                    /* the owning Device; NULL in a Device */
+	PyObject *mapping;                /* what map() made (e.g. (memoryview, mmap)) */
+	PyObject *weakrefs;
+	struct rs_py_obj *prev, *next;    /* every object alive, for fork_release() */
+	unsigned epoch;                   /* the fork epoch it was made in */
+	unsigned char kind;               /* index into kinds[]: 0 device, else rshare_kind */
+	bool imported;                    /* from import_*(), not allocated here */
+	bool live;                        /* this process still holds the handle */
+};
+
+/* ---- the per-kind C calls ---------------------------------------------- */
+struct kind_ops {
+	const char *name;
+	int (*import)(void *dev, const void *blob, size_t len, void **out);
+	int (*unimport)(void *h);         /* close, for a device */
+	int (*free)(void *h);
+	PyTypeObject *cls;                /* the package's class, see register_class() */
+};
+
+static int device_close_raw(void *h) { return rshare_device_close(h); }
+
+static int pd_import(void *dev, const void *blob, size_t len, void **out)
+{
+	rshare_pd *pd;
+	int status = rshare_pd_import(dev, blob, len, &pd);
+
+	if (!status)
+		*out = pd;
+	return status;
+}
+static int pd_unimport(void *h) { return rshare_pd_unimport(h); }
+static int pd_free(void *h) { return rshare_pd_free(h); }
+
+static int var_import(void *dev, const void *blob, size_t len, void **out)
+{
+	rshare_var *var;
+	int status = rshare_var_import(dev, blob, len, &var);
+
+	if (!status)
+		*out = var;
+	return status;
+}
+static int var_unimport(void *h) { return rshare_var_unimport(h); }
+static int var_free(void *h) { return rshare_var_free(h); }
+
+#define KIND_DEVICE 0
+#define KINDS 5 /* device, then enum rshare_kind: PD, VAR, MR, DM */
+
+static struct kind_ops kinds[KINDS] = {
+	[KIND_DEVICE] = { "device", NULL, device_close_raw, NULL, NULL },
+	[RSHARE_KIND_PD] = { "pd", pd_import, pd_unimport, pd_free, NULL },
+	[RSHARE_KIND_VAR] = { "var", var_import, var_unimport, var_free, NULL },
+};
+
+/* ---- fork epochs and the list of live objects ---------------------------- */
+static volatile unsigned fork_epoch;
+static struct rs_py_obj all_objects = { .prev = &all_objects, .next = &all_objects };
+
+static void after_fork_in_child(void) { fork_epoch++; }
+
+/* The list is only touched with the interpreter lock held. */
+static void link_object(struct rs_py_obj *o)
+{
+	o->next = &all_objects;
+	o->prev = all_objects.prev;
+	all_objects.prev->next = o;
+	all_objects.prev = o;
+}
+
+static void unlink_object(struct rs_py_obj *o)
+{
+	if (o->next) {
+		o->prev->next = o->next;
+		o->next->prev = o->prev;
+		o->prev = o->next = NULL;
+	}
+}
+
+/* ---- mappings ----------------------------------------------------------- */
+/* Release what map() made: each memoryview is released and each mmap
+ * closed, in order, so no view can reach unmapped memory. A BufferError
+ * (derived views still hold the mapping, which then stays mapped until they
+ * go) is not a failure; with quiet set nothing is. */
+static int release_one(PyObject *item, bool quiet)
+{
+	PyObject *r = PyObject_CallMethod(item, PyMemoryView_Check(item) ? "release" : "close",
+					  NULL);
+
+	if (r) {
+		Py_DECREF(r);
+		return 0;
+	}
+	if (quiet || PyErr_ExceptionMatches(PyExc_BufferError)) {
+		PyErr_Clear();
+		return 0;
+	}
+	return -1;
+}
+
+static int release_mapping(PyObject *mapping, bool quiet)
+{
+	int rc = 0;
+
+	if (PyTuple_Check(mapping)) {
+		for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mapping); i++)
+			if (release_one(PyTuple_GET_ITEM(mapping, i), quiet) < 0)
+				rc = -1;
+	} else if (mapping != Py_None) {
+		rc = release_one(mapping, quiet);
+	}
+	return rc;
+}
+
+static int drop_mapping(struct rs_py_obj *o, bool quiet)
+{
+	PyObject *mapping = o->mapping;
+	int rc;
+
+	if (!mapping)
+		return 0;
+	o->mapping = NULL;
+	rc = release_mapping(mapping, quiet);
+	Py_DECREF(mapping);
+	return rc;
+}
+
+/* ---- devices: close, and what a forked child owns ------------------------ */
+/* Release, locally, every handle this (forked) process inherited on dev.
+ * The walk makes no call that could run Python code (which could free
+ * objects under it); the mappings are collected and released after it. */
+static void fork_release(struct rs_py_obj *dev)
+{
+	PyObject *mappings = PyList_New(0);
+
+	for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next) {
+		if (o->dev != (PyObject *)dev || !o->live || o->epoch == fork_epoch)
+			continue;
+		kinds[o->kind].unimport(o->h);
+		o->live = false;
+		if (o->mapping && mappings && PyList_Append(mappings, o->mapping) == 0)
+			Py_CLEAR(o->mapping);
+	}
+	if (mappings) {
+		for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mappings); i++)
+			release_mapping(PyList_GET_ITEM(mappings, i), true);
+		Py_DECREF(mappings);
+	} else {
+		PyErr_Clear();
+	}
+}
+
+static int device_close(struct rs_py_obj *dev)
+{
+	int status = rshare_device_close(dev->h);
+
+	if (dev->epoch != fork_epoch && (status == RSHARE_E_BUSY || status == RSHARE_OK)) {
+		/* An inherited device in a forked child: what it inherited is
+		 * released locally (if the C library already did, this only
+		 * marks the objects released). */
+		fork_release(dev);
+		if (status == RSHARE_E_BUSY)
+			status = rshare_device_close(dev->h);
+	}
+	return status;
+}
+
+/* ---- construction and destruction --------------------------------------- */
+static PyTypeObject object_type, context_type;
+
+/* A new instance of kind's registered class owning handle h; on failure the
+ * handle is released (nothing leaks) and NULL returned. */
+static PyObject *wrap(int kind, PyObject *dev, void *h, bool imported)
+{
+	PyTypeObject *cls = kinds[kind].cls;
+	struct rs_py_obj *o;
+
+	if (!cls) {
+		PyErr_Format(PyExc_RuntimeError, "no class registered for rshare kind %s",
+			     kinds[kind].name);
+		o = NULL;
+	} else {
+		o = (struct rs_py_obj *)cls->tp_alloc(cls, 0);
+	}
+	if (!o) {
+		if (kind == KIND_DEVICE)
+			rshare_device_close(h);
+		else
+			kinds[kind].unimport(h);
+		return NULL;
+	}
+	o->h = h;
+	Py_XINCREF(dev);
+	o->dev = dev;
+	o->kind = (unsigned char)kind;
+	o->imported = imported;
+	o->live = true;
+	o->epoch = fork_epoch;
+	link_object(o);
+	return (PyObject *)o;
+}
+
+PyObject *rs_py_wrap_device(void *h)
+{
+	return wrap(KIND_DEVICE, NULL, h, false);
+}
+
+static void obj_dealloc(PyObject *self)
+{
+	struct rs_py_obj *o = (struct rs_py_obj *)self;
+
+	if (o->weakrefs)
+		PyObject_ClearWeakRefs(self);
+	if (o->mapping || (o->live && o->kind == KIND_DEVICE)) {
+		/* Python code may run (releasing views) or an error be set. */
+		PyObject *type, *value, *tb;
+
+		PyErr_Fetch(&type, &value, &tb);
+		drop_mapping(o, true);
+		if (o->live && o->kind == KIND_DEVICE)
+			device_close(o); /* Busy: the OS closes the fd at exit */
+		else if (o->live)
+			kinds[o->kind].unimport(o->h);
+		PyErr_Restore(type, value, tb);
+	} else if (o->live) {
+		kinds[o->kind].unimport(o->h); /* local release only, never free */
+	}
+	o->live = false;
+	unlink_object(o);
+	Py_CLEAR(o->dev);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *no_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+	(void)args;
+	(void)kwargs;
+	if (PyType_IsSubtype(type, &context_type))
+		PyErr_Format(PyExc_TypeError, "open a %s with rshare.open(), Device.from_fd() "
+			     "or rshare.recv()", type->tp_name);
+	else
+		PyErr_Format(PyExc_TypeError, "create a %s with a Device's alloc or import "
+			     "methods (e.g. dev.alloc_pd(), dev.import_pd(blob))", type->tp_name);
+	return NULL;
+}
+
+/* ---- Object: PD, Var, ... ------------------------------------------------ */
+static PyObject *object_unimport(PyObject *self, PyObject *unused)
+{
+	struct rs_py_obj *o = (struct rs_py_obj *)self;
+	int status;
+
+	(void)unused;
+	if (o->mapping && drop_mapping(o, false) < 0)
+		return NULL;
+	status = kinds[o->kind].unimport(o->h);
+	if (status)
+		return rs_py_raise(status);
+	o->live = false;
+	Py_RETURN_NONE;
+}
+
+static PyObject *object_free(PyObject *self, PyObject *unused)
+{
+	struct rs_py_obj *o = (struct rs_py_obj *)self;
+	int status;
+
+	(void)unused;
+	if (o->mapping && drop_mapping(o, false) < 0)
+		return NULL;
+	status = kinds[o->kind].free(o->h);
+	if (status)
+		return rs_py_raise(status);
+	o->live = false;
+	Py_RETURN_NONE;
+}
+
+static PyObject *object_release_mapping(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	if (drop_mapping((struct rs_py_obj *)self, false) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *return_self(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	Py_INCREF(self);
+	return self;
+}
+
+static PyObject *object_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	struct rs_py_obj *o = (struct rs_py_obj *)self;
+
+	(void)args;
+	(void)nargs;
+	if (!o->live)
+		Py_RETURN_NONE;
+	return o->imported ? object_unimport(self, NULL) : object_free(self, NULL);
+}
+
+static PyObject *get_handle(PyObject *self, void *unused)
+{
+	(void)unused;
+	return PyLong_FromVoidPtr(((struct rs_py_obj *)self)->h);
+}
+
+static PyObject *get_device(PyObject *self, void *unused)
+{
+	PyObject *dev = ((struct rs_py_obj *)self)->dev;
+
+	(void)unused;
+	if (!dev)
+		Py_RETURN_NONE;
+	Py_INCREF(dev);
+	return dev;
+}
+
+static PyObject *get_imported(PyObject *self, void *unused)
+{
+	(void)unused;
+	return PyBool_FromLong(((struct rs_py_obj *)self)->imported);
+}
+
+static PyObject *get_live(PyObject *self, void *unused)
+{
+	(void)unused;
+	return PyBool_FromLong(((struct rs_py_obj *)self)->live);
+}
+
+static PyObject *get_closed(PyObject *self, void *unused)
+{
+	(void)unused;
+	return PyBool_FromLong(!((struct rs_py_obj *)self)->live);
+}
+
+static PyMethodDef object_methods[] = {
+	{ "unimport", object_unimport, METH_NOARGS,
+	  "Release this process's handle; the object lives on for others.\n\n"
+	  "Valid on allocated and imported objects alike, and also after another\n"
+	  "process freed the object. A second call raises StaleHandleError." },
+	{ "free", object_free, METH_NOARGS,
+	  "Destroy the object for every process and release the handle.\n\n"
+	  "Raises NotFound if another process already destroyed it (the handle\n"
+	  "stays live: release it with unimport())." },
+	{ "_release_mapping", object_release_mapping, METH_NOARGS,
+	  "Release the views and mappings stored in _mapping." },
+	{ "__enter__", return_self, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)(void (*)(void))object_exit, METH_FASTCALL,
+	  "Free the object if allocated here, unimport it if imported." },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef object_getset[] = {
+	{ "_h", get_handle, NULL, "The C handle, as an int.", NULL },
+	{ "device", get_device, NULL, "The Device this object was allocated on or imported into.",
+	  NULL },
+	{ "imported", get_imported, NULL,
+	  "True if this handle came from import_*(), False if allocated here.", NULL },
+	{ "live", get_live, NULL, "False once this process released the handle (free/unimport).",
+	  NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static PyMemberDef object_members[] = {
+	{ "_mapping", T_OBJECT, offsetof(struct rs_py_obj, mapping), 0,
+	  "What map() made, released (memoryviews) or closed (mmaps) in order by "
+	  "unimport(), free(), _release_mapping() and collection." },
+	{ NULL, 0, 0, 0, NULL }
+};
+
+static PyTypeObject object_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "rshare._rshare.Object",
+	.tp_doc = "Base of the shared objects (PD, Var): a handle, its Device, its state.",
+	.tp_basicsize = sizeof(struct rs_py_obj),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+	.tp_new = no_new,
+	.tp_dealloc = obj_dealloc,
+	.tp_weaklistoffset = offsetof(struct rs_py_obj, weakrefs),
+	.tp_methods = object_methods,
+	.tp_getset = object_getset,
+	.tp_members = object_members,
+};
+
+/* ---- Context: Device ------------------------------------------------------ */
+static PyObject *context_close(PyObject *self, PyObject *unused)
+{
+	struct rs_py_obj *d = (struct rs_py_obj *)self;
+	int status;
+
+	(void)unused;
+	status = device_close(d);
+	if (status)
+		return rs_py_raise(status);
+	d->live = false;
+	Py_RETURN_NONE;
+}
+
+static PyObject *context_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)args;
+	(void)nargs;
+	if (!((struct rs_py_obj *)self)->live)
+		Py_RETURN_NONE;
+	return context_close(self, NULL);
+}
+
+/* import_*(blob): blob is bytes (the fast path), any buffer, or the text
+ * form (str). */
+static PyObject *context_import(PyObject *self, PyObject *blob, int kind)
+{
+	char decoded[RSHARE_BLOB_MAX];
+	Py_buffer view = { 0 };
+	const void *bytes;
+	size_t len;
+	void *h;
+	int status;
+
+	if (PyBytes_CheckExact(blob)) {
+		bytes = PyBytes_AS_STRING(blob);
+		len = (size_t)PyBytes_GET_SIZE(blob);
+	} else if (PyUnicode_Check(blob)) {
+		const char *text = PyUnicode_AsUTF8(blob);
+
+		if (!text)
+			return NULL;
+		status = rshare_blob_from_text(text, decoded, sizeof(decoded), &len);
+		if (status)
+			return rs_py_raise(status);
+		bytes = decoded;
+	} else if (PyObject_CheckBuffer(blob)) {
+		if (PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE) < 0)
+			return NULL;
+		bytes = view.buf;
+		len = (size_t)view.len;
+	} else {
+		PyErr_Format(PyExc_TypeError,
+			     "import_%s() argument 'blob' must be bytes-like or str, not %.100s",
+			     kinds[kind].name, Py_TYPE(blob)->tp_name);
+		return NULL;
+	}
+	status = kinds[kind].import(((struct rs_py_obj *)self)->h, bytes, len, &h);
+	if (view.obj)
+		PyBuffer_Release(&view);
+	if (status)
+		return rs_py_raise(status);
+	return wrap(kind, self, h, true);
+}
+
+static PyObject *context_import_pd(PyObject *self, PyObject *blob)
+{
+	return context_import(self, blob, RSHARE_KIND_PD);
+}
+
+static PyObject *context_import_var(PyObject *self, PyObject *blob)
+{
+	return context_import(self, blob, RSHARE_KIND_VAR);
+}
+
+static PyMethodDef context_methods[] = {
+	{ "close", context_close, METH_NOARGS,
+	  "Close the context and its fd (objects live on for other processes\n"
+	  "sharing it). Raises Busy while this process has live objects on it\n"
+	  "and StaleHandleError when already closed. In a child made by fork(),\n"
+	  "the objects inherited on this device are first released locally." },
+	{ "import_pd", context_import_pd, METH_O,
+	  "Import the PD described by ``blob`` (bytes, or its text form)." },
+	{ "import_var", context_import_var, METH_O,
+	  "Import the VAR described by ``blob`` (bytes, or its text form)." },
+	{ "__enter__", return_self, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)(void (*)(void))context_exit, METH_FASTCALL,
+	  "Close the device if still open." },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef context_getset[] = {
+	{ "_h", get_handle, NULL, "The C handle, as an int.", NULL },
+	{ "closed", get_closed, NULL, "True after a successful close().", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static PyTypeObject context_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "rshare._rshare.Context",
+	.tp_doc = "Base of rshare.Device: a device context handle and its state.",
+	.tp_basicsize = sizeof(struct rs_py_obj),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+	.tp_new = no_new,
+	.tp_dealloc = obj_dealloc,
+	.tp_weaklistoffset = offsetof(struct rs_py_obj, weakrefs),
+	.tp_methods = context_methods,
+	.tp_getset = context_getset,
+};
+
+/* ---- module functions ------------------------------------------------------ */
+int rs_py_handle_of(PyObject *o, void **h)
+{
+	if (!PyObject_TypeCheck(o, &object_type) && !PyObject_TypeCheck(o, &context_type))
+		return 0;
+	*h = ((struct rs_py_obj *)o)->h;
+	return 1;
+}
+
+static int kind_arg(PyObject *arg, int *kind)
+{
+	long value = PyLong_AsLong(arg);
+
+	if (value == -1 && PyErr_Occurred())
+		return -1;
+	if (value < 0 || value >= KINDS || !kinds[value].unimport) {
+		PyErr_Format(PyExc_ValueError, "unknown rshare kind %ld", value);
+		return -1;
+	}
+	*kind = (int)value;
+	return 0;
+}
+
+static PyObject *register_class(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+	PyTypeObject *base;
+	int kind;
+
+	(void)module;
+	if (nargs != 2 || kind_arg(args[0], &kind) < 0)
+		return nargs != 2 ? PyErr_Format(PyExc_TypeError, "_register(kind, cls)") : NULL;
+	base = kind == KIND_DEVICE ? &context_type : &object_type;
+	if (!PyType_Check(args[1]) || !PyType_IsSubtype((PyTypeObject *)args[1], base))
+		return PyErr_Format(PyExc_TypeError, "_register: the class must derive from %s",
+				    base->tp_name);
+	Py_INCREF(args[1]);
+	Py_XSETREF(kinds[kind].cls, (PyTypeObject *)args[1]);
+	Py_RETURN_NONE;
+}
+
+/* _wrap(kind, dev, handle, imported): the object for a new C handle (from
+ * alloc or import); the handle is released if this fails. */
+static PyObject *wrap_handle(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+	void *h;
+	int kind, imported;
+
+	(void)module;
+	if (nargs != 4)
+		return PyErr_Format(PyExc_TypeError, "_wrap(kind, dev, handle, imported)");
+	if (kind_arg(args[0], &kind) < 0)
+		return NULL;
+	h = PyLong_AsVoidPtr(args[2]);
+	if (!h)
+		return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "NULL handle");
+	imported = PyObject_IsTrue(args[3]);
+	if (imported < 0)
+		return NULL;
+	if (kind == KIND_DEVICE ? args[1] != Py_None : !PyObject_TypeCheck(args[1], &context_type))
+		return PyErr_Format(PyExc_TypeError, "_wrap: dev must be %s",
+				    kind == KIND_DEVICE ? "None" : "a Device");
+	return wrap(kind, kind == KIND_DEVICE ? NULL : args[1], h, imported);
+}
+
+PyMethodDef rs_py_object_methods[] = {
+	{ "_register", (PyCFunction)(void (*)(void))register_class, METH_FASTCALL,
+	  "_register(kind, cls): the class made for kind (0: devices, else a RSHARE_KIND_*)." },
+	{ "_wrap", (PyCFunction)(void (*)(void))wrap_handle, METH_FASTCALL,
+	  "_wrap(kind, dev, handle, imported): an instance of kind's class owning handle." },
+	{ NULL, NULL, 0, NULL }
+};
+
+int rs_py_objects_init(PyObject *module)
+{
+	static bool atfork_registered; /* the interpreter lock is held */
+
+	if (PyType_Ready(&object_type) < 0 || PyType_Ready(&context_type) < 0)
+		return -1;
+	Py_INCREF(&object_type);
+	if (PyModule_AddObject(module, "Object", (PyObject *)&object_type) < 0) {
+		Py_DECREF(&object_type);
+		return -1;
+	}
+	Py_INCREF(&context_type);
+	if (PyModule_AddObject(module, "Context", (PyObject *)&context_type) < 0) {
+		Py_DECREF(&context_type);
+		return -1;
+	}
+	if (PyModule_AddIntConstant(module, "KIND_DEVICE", KIND_DEVICE) < 0)
+		return -1;
+	if (!atfork_registered) {
+		errno = pthread_atfork(NULL, NULL, after_fork_in_child);
+		if (errno) {
+			PyErr_SetFromErrno(PyExc_OSError);
+			return -1;
+		}
+		atfork_registered = true;
+	}
+	return 0;
+}

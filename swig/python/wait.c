@@ -1,0 +1,189 @@
+/*
+ * The blocking channel calls as Python's socket module behaves:
+ *  - the interpreter lock is released while waiting, so other threads run;
+ *  - Ctrl-C (any signal with a Python handler) interrupts the wait: the wait
+ *    is poll() in slices of at most SLICE_MS with PyErr_CheckSignals()
+ *    between (poll also returns early with EINTR when the signal lands on
+ *    this thread; the slice bounds the delay when it lands on another);
+ *  - a timeout (the socket's, e.g. settimeout(1)) raises TimeoutError, and
+ *    a non-blocking socket raises BlockingIOError instead of waiting.
+ * The C call runs once the socket is ready; an EAGAIN from it (another
+ * reader was faster) goes back to waiting while time is left.
+ */
+#include "pymodule.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "rshare/rshare.h"
+
+#define SLICE_MS 100
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wait until fd has events or the deadline (< 0: none) passes. 0 when
+ * ready, -1 with TimeoutError, a signal handler's exception or OSError. */
+static int wait_fd(int fd, short events, double deadline)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int ms = SLICE_MS, r, err;
+
+		if (deadline >= 0) {
+			double left = deadline - now();
+
+			if (left <= 0) {
+				PyErr_SetString(PyExc_TimeoutError, "timed out");
+				return -1;
+			}
+			if (left * 1000 < ms)
+				ms = (int)(left * 1000) + 1;
+		}
+		Py_BEGIN_ALLOW_THREADS
+		r = poll(&p, 1, ms);
+		err = errno;
+		Py_END_ALLOW_THREADS
+		if (r > 0)
+			return 0; /* ready, or an error/hang-up the C call will report */
+		if (r < 0 && err != EINTR) {
+			errno = err;
+			PyErr_SetFromErrno(PyExc_OSError);
+			return -1;
+		}
+		if (PyErr_CheckSignals() < 0)
+			return -1;
+	}
+}
+
+/* A C status after a channel call: 1 to wait and retry (EAGAIN with time
+ * left), else -1 with the exception set. */
+static int channel_failure(int status, int err, double timeout)
+{
+	if (status == RSHARE_E_IO && (err == EAGAIN || err == EWOULDBLOCK)) {
+		if (timeout != 0)
+			return 1;
+		errno = err;
+		PyErr_SetFromErrno(PyExc_OSError); /* BlockingIOError */
+		return -1;
+	}
+	rs_py_raise(status);
+	return -1;
+}
+
+static int parse_timeout(PyObject *arg, double *timeout)
+{
+	*timeout = arg == Py_None ? -1.0 : PyFloat_AsDouble(arg);
+	if (*timeout == -1.0 && PyErr_Occurred())
+		return -1;
+	if (arg != Py_None && *timeout < 0) {
+		PyErr_SetString(PyExc_ValueError, "timeout must be None or >= 0");
+		return -1;
+	}
+	return 0;
+}
+
+/* channel_recv_wait(fd, timeout) -> (Device, payload bytes) */
+static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+	double timeout, deadline;
+	PyObject *dev, *payload;
+	rshare_device *h = NULL;
+	size_t len = 0;
+	char *buf;
+	int fd, status, err;
+
+	(void)module;
+	if (nargs != 2)
+		return PyErr_Format(PyExc_TypeError, "channel_recv_wait(fd, timeout)");
+	fd = PyObject_AsFileDescriptor(args[0]);
+	if (fd < 0)
+		return NULL;
+	if (parse_timeout(args[1], &timeout) < 0)
+		return NULL;
+	buf = PyMem_Malloc(RSHARE_PAYLOAD_MAX);
+	if (!buf)
+		return PyErr_NoMemory();
+	deadline = timeout > 0 ? now() + timeout : -1;
+	for (;;) {
+		if (timeout != 0 && wait_fd(fd, POLLIN, deadline) < 0)
+			goto fail;
+		Py_BEGIN_ALLOW_THREADS
+		status = rshare_channel_recv(fd, &h, buf, RSHARE_PAYLOAD_MAX, &len);
+		err = rshare_last_errno();
+		Py_END_ALLOW_THREADS
+		if (!status)
+			break;
+		if (channel_failure(status, err, timeout) < 0)
+			goto fail;
+	}
+	payload = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+	PyMem_Free(buf);
+	if (!payload) {
+		rshare_device_close(h);
+		return NULL;
+	}
+	dev = rs_py_wrap_device(h);
+	if (!dev) {
+		Py_DECREF(payload);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", dev, payload);
+fail:
+	PyMem_Free(buf);
+	return NULL;
+}
+
+/* channel_send_wait(fd, dev, payload, timeout) -> None */
+static PyObject *channel_send_wait(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+	Py_buffer view = { 0 };
+	double timeout, deadline;
+	void *dev;
+	int fd, status = 0, err;
+
+	(void)module;
+	if (nargs != 4)
+		return PyErr_Format(PyExc_TypeError, "channel_send_wait(fd, dev, payload, timeout)");
+	fd = PyObject_AsFileDescriptor(args[0]);
+	if (fd < 0)
+		return NULL;
+	if (!rs_py_handle_of(args[1], &dev))
+		return PyErr_Format(PyExc_TypeError, "send() expects a Device, not %.100s",
+				    Py_TYPE(args[1])->tp_name);
+	if (parse_timeout(args[3], &timeout) < 0)
+		return NULL;
+	if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0)
+		return NULL;
+	deadline = timeout > 0 ? now() + timeout : -1;
+	for (;;) {
+		if (timeout != 0 && wait_fd(fd, POLLOUT, deadline) < 0)
+			break;
+		Py_BEGIN_ALLOW_THREADS
+		status = rshare_channel_send(fd, dev, view.buf, (size_t)view.len);
+		err = rshare_last_errno();
+		Py_END_ALLOW_THREADS
+		if (!status || channel_failure(status, err, timeout) < 0)
+			break;
+	}
+	PyBuffer_Release(&view);
+	if (status || PyErr_Occurred())
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+PyMethodDef rs_py_wait_methods[] = {
+	{ "channel_recv_wait", (PyCFunction)(void (*)(void))channel_recv_wait, METH_FASTCALL,
+	  "channel_recv_wait(fd, timeout): wait (interruptibly, without the interpreter\n"
+	  "lock; timeout None blocks, 0 does not wait) and receive (Device, payload)." },
+	{ "channel_send_wait", (PyCFunction)(void (*)(void))channel_send_wait, METH_FASTCALL,
+	  "channel_send_wait(fd, dev, payload, timeout): wait until writable, then send." },
+	{ NULL, NULL, 0, NULL }
+};
