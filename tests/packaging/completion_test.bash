@@ -40,7 +40,7 @@ expect "--device --help --workers " demo --
 expect "--workers " demo --w
 expect "--json " devices --j
 expect "sim0 " demo --device s
-expect "sim0 " bench -d ""
+expect "sim0 " demo -d ""
 tmp=$(mktemp -d) && touch "$tmp/blob.bin"
 expect "$tmp/blob.bin " inspect "$tmp/bl"
 rm -rf "$tmp"

@@ -97,6 +97,5 @@ extern const struct cli_command cli_devices;
 extern const struct cli_command cli_demo;
 extern const struct cli_command cli_demo_worker;
 extern const struct cli_command cli_inspect;
-extern const struct cli_command cli_bench;
 
 #endif

@@ -1,4 +1,5 @@
-/* rshare: list devices, run the sharing demo, inspect blobs. */
+/* rshare: list devices, run the sharing demo, inspect blobs. The benchmark is
+ * a separate program, rshare-bench (tools/bench). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ static const struct cli_command cli_version = {
 
 /* Every subcommand, in the order `rshare --help` lists them. */
 static const struct cli_command *const commands[] = {
-	&cli_devices, &cli_demo, &cli_inspect, &cli_bench, &cli_version, &cli_demo_worker,
+	&cli_devices, &cli_demo, &cli_inspect, &cli_version, &cli_demo_worker,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -47,8 +47,9 @@ struct rs_obj {
 };
 
 struct rs_slot {
-	_Atomic uint64_t state;     /* generation:32 | LIVE | DYING | pins:30 */
-	_Atomic uint32_t next_free; /* free-list link: index + 1, 0 = end */
+	_Atomic uint64_t state;      /* generation:32 | LIVE | DYING | pins:30 */
+	_Atomic uint32_t next_free;  /* next slot of a free batch: index + 1, 0 = end */
+	_Atomic uint32_t next_batch; /* first slot of the next free batch, likewise */
 	_Atomic uint8_t kind;
 	uint32_t index;             /* own position, fixed at creation */
 	union {
@@ -57,7 +58,8 @@ struct rs_slot {
 	} u;
 };
 
-/* Take a free slot for a new object. The caller fills slot->u and then
+/* Take a free slot for a new object (from the calling thread's cache: no
+ * locked operation on the uncontended path). The caller fills slot->u and then
  * publishes it (or gives it back with rs_slot_discard). */
 int rs_slot_reserve(struct rs_slot **slot);
 /* Make a reserved slot live; returns the public handle. */
@@ -71,7 +73,8 @@ void rs_unpin(struct rs_slot *slot);
 
 /* Begin destroying the object behind h: exclusive once it returns OK (new
  * pins are refused, in-flight ones have drained). Finish with
- * rs_retire_commit (the handle becomes stale forever) or undo with
+ * rs_retire_commit (the handle becomes stale forever: generations never
+ * wrap, a slot out of them is retired for good) or undo with
  * rs_retire_cancel (the object stays live, e.g. a failed free). */
 int rs_retire_begin(const void *h, int kind, struct rs_slot **slot);
 void rs_retire_commit(struct rs_slot *slot);
@@ -79,6 +82,12 @@ void rs_retire_commit(struct rs_slot *slot);
  * recorded) while any pin is held instead of waiting. */
 int rs_retire_if_idle(const void *h, int kind, struct rs_slot **slot, uint64_t *pins);
 void rs_retire_cancel(struct rs_slot *slot);
+
+#ifdef RSHARE_TEST_HOOKS
+/* Tests only (the rshare_core_test library): give the free slot that the
+ * stale handle h named generation gen, to bring it near the wrap. */
+int rs_test_slot_set_gen(const void *h, int kind, uint32_t gen);
+#endif
 
 /* What differs between the kinds of shared object in their common life
  * cycle (object.c): which provider calls release and destroy them, and

@@ -33,9 +33,10 @@ static int var_destroy(struct rs_obj *obj)
 
 static void var_unmap(struct rs_obj *obj)
 {
-	void *addr = atomic_exchange(&obj->u.var.addr, NULL);
+	void *addr = atomic_load_explicit(&obj->u.var.addr, memory_order_acquire);
 
-	if (addr)
+	/* Unmapped (the common case on release): no locked operation. */
+	if (addr && atomic_compare_exchange_strong(&obj->u.var.addr, &addr, NULL))
 		munmap(addr, obj->u.var.info.length);
 }
 

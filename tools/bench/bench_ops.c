@@ -1,0 +1,235 @@
+/*
+ * One object operation through the ABI beside its floor.
+ *
+ * Every round runs a whole life cycle on a batch of objects (alloc, export,
+ * import, unimport, free) first through the ABI, then directly through the
+ * provider table, and times only the operation the row names, so each row
+ * is measured in its own block and the untimed steps settle around it. The
+ * floor of export and import includes the blob encoding and validation any
+ * checked blob needs: the difference is the ABI layer's own cost (handle
+ * table, pins, copy-out).
+ */
+#include <string.h>
+
+#include "blob.h"
+#include "bench.h"
+
+#define PD_BATCH 400
+#define PD_ROUNDS 25
+#define VAR_BATCH 48
+#define VAR_ROUNDS 120
+#define MAX_BATCH PD_BATCH
+
+union info {
+	struct rs_pd_info pd;
+	struct rs_var_info var;
+};
+
+/* One object kind, through the ABI and directly. */
+struct kind {
+	const char *name;
+	int batch, rounds;
+	int (*alloc)(rshare_device *dev, void **obj);
+	int (*export_)(const void *obj, void *buf, size_t cap, size_t *len);
+	int (*import)(rshare_device *dev, const void *blob, size_t len, void **obj);
+	int (*unimport)(void *obj);
+	int (*free_)(void *obj);
+	int (*f_alloc)(struct rs_ctx *ctx, union info *o);
+	int (*f_export)(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len);
+	int (*f_import)(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o);
+	void (*f_unimport)(struct rs_ctx *ctx, union info *o);
+	int (*f_free)(struct rs_ctx *ctx, union info *o);
+};
+
+static int pd_alloc(rshare_device *dev, void **o) { return rshare_pd_alloc(dev, (rshare_pd **)o); }
+static int pd_export(const void *o, void *b, size_t c, size_t *l) { return rshare_pd_export(o, b, c, l); }
+static int pd_import(rshare_device *d, const void *b, size_t l, void **o) { return rshare_pd_import(d, b, l, (rshare_pd **)o); }
+static int pd_unimport(void *o) { return rshare_pd_unimport(o); }
+static int pd_free(void *o) { return rshare_pd_free(o); }
+
+static int fpd_alloc(struct rs_ctx *ctx, union info *o)
+{
+	return ctx->ops->pd_alloc(ctx, &o->pd);
+}
+
+static int fpd_export(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len)
+{
+	struct rs_blob b;
+
+	rs_blob_init(&b, RSHARE_KIND_PD, ctx);
+	b.handle = o->pd.handle;
+	b.serial = o->pd.serial;
+	*len = rs_blob_encode(&b, blob);
+	return RSHARE_OK;
+}
+
+static int fpd_import(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o)
+{
+	struct rs_blob b;
+	int s = rs_blob_decode(blob, len, &b);
+
+	if (!s)
+		s = rs_blob_check_target(&b, RSHARE_KIND_PD, ctx);
+	if (s)
+		return s;
+	o->pd = (struct rs_pd_info){ .handle = b.handle, .serial = b.serial };
+	return ctx->ops->pd_import(ctx, &o->pd);
+}
+
+static void fpd_unimport(struct rs_ctx *ctx, union info *o)
+{
+	ctx->ops->pd_unimport(ctx, &o->pd);
+}
+
+static int fpd_free(struct rs_ctx *ctx, union info *o)
+{
+	return ctx->ops->pd_dealloc(ctx, &o->pd);
+}
+
+static int var_alloc(rshare_device *dev, void **o) { return rshare_var_alloc(dev, 0, (rshare_var **)o); }
+static int var_export(const void *o, void *b, size_t c, size_t *l) { return rshare_var_export(o, b, c, l); }
+static int var_import(rshare_device *d, const void *b, size_t l, void **o) { return rshare_var_import(d, b, l, (rshare_var **)o); }
+static int var_unimport(void *o) { return rshare_var_unimport(o); }
+static int var_free(void *o) { return rshare_var_free(o); }
+
+static int fvar_alloc(struct rs_ctx *ctx, union info *o)
+{
+	return ctx->ops->var_alloc(ctx, 0, &o->var);
+}
+
+static int fvar_export(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len)
+{
+	struct rs_var_info info = o->var;
+	struct rs_blob b;
+	int s = ctx->ops->var_export(ctx, &info);
+
+	if (s)
+		return s;
+	rs_blob_from_var(&b, ctx, &info);
+	*len = rs_blob_encode(&b, blob);
+	return RSHARE_OK;
+}
+
+static int fvar_import(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o)
+{
+	struct rs_blob b;
+	int s = rs_blob_decode(blob, len, &b);
+
+	if (!s)
+		s = rs_blob_check_target(&b, RSHARE_KIND_VAR, ctx);
+	if (s)
+		return s;
+	rs_var_from_blob(&o->var, &b);
+	return ctx->ops->var_import(ctx, &o->var);
+}
+
+static void fvar_unimport(struct rs_ctx *ctx, union info *o)
+{
+	ctx->ops->var_unimport(ctx, &o->var);
+}
+
+static int fvar_free(struct rs_ctx *ctx, union info *o)
+{
+	return ctx->ops->var_free(ctx, &o->var);
+}
+
+static const struct kind kinds[] = {
+	[OPK_PD] = { "pd", PD_BATCH, PD_ROUNDS, pd_alloc, pd_export, pd_import, pd_unimport,
+		     pd_free, fpd_alloc, fpd_export, fpd_import, fpd_unimport, fpd_free },
+	[OPK_VAR] = { "var", VAR_BATCH, VAR_ROUNDS, var_alloc, var_export, var_import,
+		      var_unimport, var_free, fvar_alloc, fvar_export, fvar_import,
+		      fvar_unimport, fvar_free },
+};
+
+/* Run stmt for i in [0, n), BENCH_GROUP calls per clock reading; the
+ * samples go to series when timed. stmt sets `s` to stop on failure. */
+#define PHASE(timed, series, n, stmt)                                          \
+	for (int g_ = 0; g_ < (n) && !s; g_ += BENCH_GROUP) {                  \
+		uint64_t t_ = bench_now_ns();                                  \
+		for (int i = g_; i < g_ + BENCH_GROUP && !s; i++) {            \
+			stmt;                                                  \
+		}                                                              \
+		if (timed)                                                     \
+			series_add(&(series), t_, bench_now_ns(), BENCH_GROUP); \
+	}
+
+static uint8_t blobs[MAX_BATCH][RSHARE_BLOB_MAX];
+static size_t lens[MAX_BATCH];
+
+/* One life cycle of a batch through the ABI, timing op into ser. */
+static int abi_cycle(const struct kind *k, rshare_device *dev, enum op_which op,
+		     struct series *ser)
+{
+	static void *objs[MAX_BATCH], *imps[MAX_BATCH];
+	int s = 0, n = k->batch;
+	bool pair = op == OP_IMPORT_UNIMPORT;
+
+	PHASE(op == OP_ALLOC, *ser, n, s = k->alloc(dev, &objs[i]));
+	PHASE(op == OP_EXPORT, *ser, n,
+	      s = k->export_(objs[i], blobs[i], RSHARE_BLOB_MAX, &lens[i]));
+	if (pair) {
+		PHASE(true, *ser, n, {
+			s = k->import(dev, blobs[i], lens[i], &imps[i]);
+			if (!s)
+				s = k->unimport(imps[i]);
+		});
+	} else {
+		PHASE(op == OP_IMPORT, *ser, n, s = k->import(dev, blobs[i], lens[i], &imps[i]));
+		PHASE(op == OP_UNIMPORT, *ser, n, s = k->unimport(imps[i]));
+	}
+	PHASE(op == OP_FREE, *ser, n, s = k->free_(objs[i]));
+	return s ? bench_fail(k->name, s, false) : 0;
+}
+
+/* The same cycle directly through the provider table. */
+static int floor_cycle(const struct kind *k, struct rs_ctx *ctx, enum op_which op,
+		       struct series *ser)
+{
+	static union info objs[MAX_BATCH], imps[MAX_BATCH];
+	int s = 0, n = k->batch;
+	bool pair = op == OP_IMPORT_UNIMPORT;
+
+	PHASE(op == OP_ALLOC, *ser, n, s = k->f_alloc(ctx, &objs[i]));
+	PHASE(op == OP_EXPORT, *ser, n, s = k->f_export(ctx, &objs[i], blobs[i], &lens[i]));
+	if (pair) {
+		PHASE(true, *ser, n, {
+			s = k->f_import(ctx, blobs[i], lens[i], &imps[i]);
+			if (!s)
+				k->f_unimport(ctx, &imps[i]);
+		});
+	} else {
+		PHASE(op == OP_IMPORT, *ser, n, s = k->f_import(ctx, blobs[i], lens[i], &imps[i]));
+		PHASE(op == OP_UNIMPORT, *ser, n, k->f_unimport(ctx, &imps[i]));
+	}
+	PHASE(op == OP_FREE, *ser, n, s = k->f_free(ctx, &objs[i]));
+	return s ? bench_fail(k->name, s, true) : 0;
+}
+
+int bench_op(const struct bench_env *env, const void *arg, struct bench_result *r)
+{
+	const struct op_spec *spec = arg;
+	const struct kind *k = &kinds[spec->kind];
+	int rounds = k->rounds / env->scale + 1;
+	size_t cap = (size_t)(rounds * k->batch / BENCH_GROUP + 1);
+	struct series abi = series_new(cap), flo = series_new(cap);
+	int s = 0;
+
+	/* An untimed round of each first: caches, table pages, branch state. */
+	for (int round = -1; round < rounds && !s; round++) {
+		struct series *a = round < 0 ? &(struct series){ 0 } : &abi;
+		struct series *f = round < 0 ? &(struct series){ 0 } : &flo;
+
+		s = abi_cycle(k, env->dev, spec->op, a);
+		if (!s)
+			s = floor_cycle(k, env->ctx, spec->op, f);
+	}
+	if (!s) {
+		r->med = series_pct(&abi, 0.5);
+		r->p99 = series_pct(&abi, 0.99);
+		r->floor_med = series_pct(&flo, 0.5);
+		r->floor_p99 = series_pct(&flo, 0.99);
+	}
+	series_free(&abi);
+	series_free(&flo);
+	return s;
+}
