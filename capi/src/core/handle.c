@@ -11,7 +11,7 @@
  * (the device pin the object keeps, object.c), unimport and free 2 (the
  * retire, the device unpin). The shared free list is touched once per
  * CACHE_BATCH reserves or releases, one CAS for a whole batch.
- * tests/c/test_handle_atomics.sh checks the count in the compiled code.
+ * tests/c/test_atomics.c counts them in the compiled library, per call.
  *
  * Free slots: each thread keeps up to CACHE_MAX in a thread-local cache
  * and trades them with the shared free list CACHE_BATCH at a time. The
