@@ -38,6 +38,17 @@
  *                                            at most RSHARE_NAME_MAX bytes.
  *   void **RSHARE_ADDR_OUT                   an address out (borrowed: valid
  *                                            until rshare_var_unmap()).
+ *   void **RSHARE_NATIVE_OUT                 a native rdma-core object's
+ *                                            address out, as an integer
+ *                                            (borrowed; since 1.1).
+ *   (void *RSHARE_MEM, size_t RSHARE_MEMLEN) writable memory the caller keeps
+ *                                            alive (an MR's; since 1.1).
+ *                                            Lua has no multi-input typemaps:
+ *                                            there void *RSHARE_MEM_ADDR is the
+ *                                            address, the length a plain size_t.
+ *   (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN)
+ *                                            "in" a count n, "argout" the n
+ *                                            bytes read (since 1.1).
  *   <scalar> *OUTPUT                         typemaps.i: a scalar out.
  * Out values are returned in argument order after the (void) status.
  * The blocking calls are rshare_channel_send/recv: release the
@@ -71,25 +82,35 @@
 /* Statuses: copy the plain integer rule for the one int that is no status
  * before every other int return becomes a status. */
 %typemap(out) int rshare_last_errno = int;
+%typemap(out) int rshare_version_number = int;
 %apply int RSHARE_STATUS { int };
 
 /* Handles in. */
 %apply SWIGTYPE *RSHARE_HANDLE {
 	rshare_device *dev, const rshare_device *dev,
 	rshare_pd *pd, const rshare_pd *pd,
-	rshare_var *var, const rshare_var *var
+	rshare_var *var, const rshare_var *var,
+	rshare_mr *mr, const rshare_mr *mr,
+	rshare_dm *dm, const rshare_dm *dm
 };
 
 /* New handles out: the caller owns them (close/unimport/free). */
 %apply SWIGTYPE **RSHARE_NEW_HANDLE {
 	rshare_device **out, rshare_device **dev,
-	rshare_pd **out, rshare_var **out
+	rshare_pd **out, rshare_var **out, rshare_mr **out, rshare_dm **out
 };
 
 /* Bytes in: blobs and channel payloads. */
 %apply (const void *RSHARE_BYTES, size_t RSHARE_LEN) {
-	(const void *blob, size_t len), (const void *payload, size_t len)
+	(const void *blob, size_t len), (const void *payload, size_t len),
+	(const void *src, size_t len)
 };
+#ifdef SWIGLUA
+%apply void *RSHARE_MEM_ADDR { void *addr };
+#else
+%apply (void *RSHARE_MEM, size_t RSHARE_MEMLEN) { (void *addr, size_t length) };
+#endif
+%apply (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) { (void *dst, size_t len) };
 
 /* Sized outputs, following the header's (buf, cap, len) convention. */
 %apply (void *RSHARE_BLOB_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
@@ -103,11 +124,19 @@
 };
 %apply (char *RSHARE_STR_OUT, size_t RSHARE_CAP) { (char *name, size_t cap) };
 %apply void **RSHARE_ADDR_OUT { void **addr };
+%apply void **RSHARE_NATIVE_OUT {
+	void **ibv_context, void **ibv_pd, void **mlx5dv_var, void **ibv_mr, void **ibv_dm
+};
 
 /* Scalar outputs. */
 %apply int *OUTPUT { int *fd, int *provider, int *kind };
 %apply size_t *OUTPUT { size_t *count };
-%apply uint32_t *OUTPUT { uint32_t *handle, uint32_t *page_id, uint32_t *length };
-%apply uint64_t *OUTPUT { uint64_t *guid, uint64_t *mmap_off };
+%apply uint32_t *OUTPUT {
+	uint32_t *handle, uint32_t *page_id, uint32_t *length, uint32_t *caps,
+	uint32_t *lkey, uint32_t *rkey, uint32_t *access
+};
+%apply uint64_t *OUTPUT {
+	uint64_t *guid, uint64_t *mmap_off, uint64_t *addr, uint64_t *length, uint64_t *value
+};
 
 %include "rshare/rshare.h"

@@ -208,3 +208,49 @@ static int rshare_lua_var_write(lua_State *L)
 	return 1;
 }
 %}
+
+/* ---- native rdma-core objects: their address as an integer (since 1.1) --- */
+%typemap(in, numinputs=0, noblock=1) void **RSHARE_NATIVE_OUT (void *addr = NULL) {
+	$1 = &addr;
+}
+%typemap(argout, noblock=1) void **RSHARE_NATIVE_OUT {
+	if (result == RSHARE_OK)
+		lua_pushinteger(L, (lua_Integer)(uintptr_t)*$1);
+	else
+		lua_pushnil(L);
+	SWIG_arg++;
+}
+
+/* ---- writable memory in (an MR's): its address as a light userdata (e.g.
+ * a mapped VAR page) or an integer; the length is the next, plain argument.
+ * The caller keeps the memory alive while the MR is registered (since 1.1). */
+%typemap(in, noblock=1) void *RSHARE_MEM_ADDR {
+	if (lua_islightuserdata(L, $input))
+		$1 = lua_touserdata(L, $input);
+	else if (lua_isinteger(L, $input))
+		$1 = (void *)(uintptr_t)lua_tointeger(L, $input);
+	else
+		SWIG_fail_arg("$symname", $argnum, "lightuserdata or integer address");
+}
+
+/* ---- n bytes read (device memory): an integer in, a string out ----------- */
+%typemap(in, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
+	if (!lua_isinteger(L, $input) || lua_tointeger(L, $input) < 0)
+		SWIG_fail_arg("$symname", $argnum, "non-negative integer count");
+	$2 = (size_t)lua_tointeger(L, $input);
+	$1 = malloc($2 ? $2 : 1);
+	if (!$1) {
+		lua_pushstring(L, "rshare: out of memory for the read buffer");
+		SWIG_fail;
+	}
+}
+%typemap(argout, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
+	if (result == RSHARE_OK)
+		lua_pushlstring(L, (const char *)$1, $2);
+	else
+		lua_pushnil(L);
+	SWIG_arg++;
+}
+%typemap(freearg, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
+	free($1);
+}

@@ -131,3 +131,49 @@
 %typemap(argout, noblock=1) void **RSHARE_ADDR_OUT {
 	$result = SWIG_Python_AppendOutput($result, PyLong_FromVoidPtr(*$1));
 }
+
+/* ---- native rdma-core objects: their address as an int (since 1.1) ------- */
+%typemap(in, numinputs=0, noblock=1) void **RSHARE_NATIVE_OUT (void *addr = NULL) {
+	$1 = &addr;
+}
+%typemap(argout, noblock=1) void **RSHARE_NATIVE_OUT {
+	$result = SWIG_Python_AppendOutput($result, PyLong_FromVoidPtr(*$1));
+}
+
+/* ---- writable memory in (an MR's): any writable buffer (bytearray, mmap,
+ * memoryview, numpy array). The package keeps the object, and an exported
+ * view of it, alive while the MR is registered (since 1.1). ---------------- */
+%typemap(in, noblock=1) (void *RSHARE_MEM, size_t RSHARE_MEMLEN) (Py_buffer mem = {0}) {
+	if (PyObject_GetBuffer($input, &mem, PyBUF_WRITABLE) < 0)
+		SWIG_fail;
+	$1 = mem.buf;
+	$2 = (size_t)mem.len;
+}
+%typemap(freearg, noblock=1) (void *RSHARE_MEM, size_t RSHARE_MEMLEN) {
+	if (mem$argnum.obj)
+		PyBuffer_Release(&mem$argnum);
+}
+
+/* ---- n bytes read (device memory): an int in, bytes out (since 1.1) ------ */
+%typemap(in, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) (PyObject *out = NULL) {
+	{
+		Py_ssize_t n = PyLong_AsSsize_t($input);
+		if (n < 0) {
+			if (!PyErr_Occurred())
+				PyErr_SetString(PyExc_ValueError, "a negative byte count");
+			SWIG_fail;
+		}
+		out = PyBytes_FromStringAndSize(NULL, n);
+		if (!out)
+			SWIG_fail;
+		$1 = PyBytes_AS_STRING(out);
+		$2 = (size_t)n;
+	}
+}
+%typemap(argout, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
+	$result = SWIG_Python_AppendOutput($result, out$argnum);
+	out$argnum = NULL;
+}
+%typemap(freearg, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
+	Py_XDECREF(out$argnum);
+}

@@ -60,6 +60,33 @@ API = {  # name: (restype, argtypes)
     "rshare_blob_from_text": (c_int, [c_char_p, c_void_p, c_size_t, _size_p]),
     "rshare_channel_send": (c_int, [c_int, c_void_p, c_void_p, c_size_t]),
     "rshare_channel_recv": (c_int, [c_int, POINTER(c_void_p), c_void_p, c_size_t, _size_p]),
+    # Since 1.1.
+    "rshare_version_number": (c_int, []),
+    "rshare_device_caps": (c_int, [c_void_p, POINTER(c_uint32)]),
+    "rshare_device_native": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_pd_native": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_var_handle": (c_int, [c_void_p, POINTER(c_uint32)]),
+    "rshare_var_native": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_mr_reg": (c_int, [c_void_p, c_void_p, c_size_t, c_uint32, POINTER(c_void_p)]),
+    "rshare_mr_export": (c_int, [c_void_p, c_void_p, c_size_t, _size_p]),
+    "rshare_mr_import": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(c_void_p)]),
+    "rshare_mr_unimport": (c_int, [c_void_p]),
+    "rshare_mr_dereg": (c_int, [c_void_p]),
+    "rshare_mr_attrs": (c_int, [c_void_p, POINTER(c_uint64), POINTER(c_uint64),
+                                POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32)]),
+    "rshare_mr_handle": (c_int, [c_void_p, POINTER(c_uint32)]),
+    "rshare_mr_native": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_dm_alloc": (c_int, [c_void_p, c_uint64, POINTER(c_void_p)]),
+    "rshare_dm_export": (c_int, [c_void_p, c_void_p, c_size_t, _size_p]),
+    "rshare_dm_import": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(c_void_p)]),
+    "rshare_dm_unimport": (c_int, [c_void_p]),
+    "rshare_dm_free": (c_int, [c_void_p]),
+    "rshare_dm_length": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "rshare_dm_write": (c_int, [c_void_p, c_uint64, c_void_p, c_size_t]),
+    "rshare_dm_read": (c_int, [c_void_p, c_uint64, c_void_p, c_size_t]),
+    "rshare_dm_handle": (c_int, [c_void_p, POINTER(c_uint32)]),
+    "rshare_dm_native": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_blob_field": (c_int, [c_void_p, c_size_t, c_int, POINTER(c_uint64)]),
 }
 for _name, (_res, _args) in API.items():
     _fn = getattr(lib, _name)
@@ -120,7 +147,8 @@ def test_declarations_match_the_manifest():
 
 
 def test_library_and_statuses():
-    assert lib.rshare_version() == b"1.0.0"
+    assert lib.rshare_version() == b"1.1.0"
+    assert lib.rshare_version_number() == 10100
     assert lib.rshare_status_name(E_STALE) == b"RSHARE_E_STALE"
     assert lib.rshare_status_name(12345) == b"RSHARE_E_UNKNOWN"
     assert lib.rshare_strerror(E_NOSPACE)
@@ -145,6 +173,39 @@ def test_misuse_gives_statuses():
     rs.pd_handle(c_void_p(0x1234), byref(c_uint32()), want=E_STALE)
     rs.device_close(dev, want=OK)
     rs.device_close(dev, want=E_STALE)
+
+
+def test_scalars_and_caps_of_1_1():
+    """The 1.1 scalar accessors through plain ctypes: blob fields instead of
+    parsing JSON, the VAR handle, the device's capabilities, and the native
+    escape hatch refused on sim0."""
+    E_UNSUPPORTED, E_NOT_FOUND_ = -4, -12
+    FIELD_KIND, FIELD_HANDLE, FIELD_PAGE_ID, FIELD_MMAP_OFF = 1, 5, 7, 9
+    dev, pd, var = c_void_p(), c_void_p(), c_void_p()
+    rs.device_open(b"sim0", byref(dev), want=OK)
+    caps = c_uint32()
+    rs.device_caps(dev, byref(caps), want=OK)
+    assert caps.value & 3 == 3  # PD and VAR on sim0
+    assert not caps.value & 16  # no native objects
+    rs.device_native(dev, byref(c_void_p()), want=E_UNSUPPORTED)
+    rs.var_alloc(dev, 0, byref(var), want=OK)
+    rs.pd_alloc(dev, byref(pd), want=OK)
+    blob, value, handle = export(var, rs.var_export), c_uint64(), c_uint32()
+    rs.blob_field(blob, len(blob), FIELD_KIND, byref(value), want=OK)
+    assert value.value == KIND_VAR
+    rs.var_handle(var, byref(handle), want=OK)
+    rs.blob_field(blob, len(blob), FIELD_HANDLE, byref(value), want=OK)
+    assert value.value == handle.value
+    off = c_uint64()
+    rs.var_attrs(var, None, None, byref(off), want=OK)
+    rs.blob_field(blob, len(blob), FIELD_MMAP_OFF, byref(value), want=OK)
+    assert value.value == off.value
+    pd_blob = export(pd, rs.pd_export)
+    rs.blob_field(pd_blob, len(pd_blob), FIELD_PAGE_ID, byref(value), want=E_NOT_FOUND_)
+    rs.pd_native(pd, byref(c_void_p()), want=E_UNSUPPORTED)
+    rs.pd_free(pd, want=OK)
+    rs.var_free(var, want=OK)
+    rs.device_close(dev, want=OK)
 
 
 def test_sharing_with_another_process():

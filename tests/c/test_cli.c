@@ -197,7 +197,7 @@ int main(void)
 	CHECK(strstr(out, "unknown command") != NULL);
 	CHECK(run("%s --help 2>&1", NULL) == 0);
 	CHECK(run("%s version 2>&1", NULL) == 0);
-	CHECK(strstr(out, "rshare 1.0.0") != NULL);
+	CHECK(strstr(out, "rshare 1.1.0") != NULL);
 
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));

@@ -26,8 +26,13 @@ int main(void)
 	pthread_t th;
 	size_t n;
 
-	CHECK(strcmp(rshare_version(), "1.0.0") == 0);
-	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 0 && RSHARE_VERSION_PATCH == 0);
+	CHECK(strcmp(rshare_version(), "1.1.0") == 0);
+	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 1 && RSHARE_VERSION_PATCH == 0);
+	/* The header's number and the library's agree (the SQLite-style check a
+	 * program makes at start-up), and the enum member mirrors the macro. */
+	CHECK(RSHARE_VERSION_NUMBER == 10100);
+	CHECK(rshare_version_number() == RSHARE_VERSION_NUMBER);
+	CHECK(RSHARE_HEADER_VERSION == RSHARE_VERSION_NUMBER);
 
 	for (size_t i = 0; i < sizeof(frozen) / sizeof(frozen[0]); i++) {
 		CHECK(strcmp(rshare_status_name(frozen[i].code), frozen[i].name) == 0);

@@ -29,6 +29,7 @@ typedef struct {
 #define VI(x) ((ffi_val){ ABI_SINT, { .i = (x) } })
 #define VZ(x) ((ffi_val){ ABI_SIZE_T, { .z = (x) } })
 #define VU32(x) ((ffi_val){ ABI_UINT32, { .u32 = (x) } })
+#define VU64(x) ((ffi_val){ ABI_UINT64, { .u64 = (x) } })
 #define VP(x) ((ffi_val){ ABI_POINTER, { .p = (void *)(uintptr_t)(x) } })
 
 #define FFI_ARGS(...) \

@@ -24,10 +24,11 @@
 #define QUEUED "queued message"
 
 struct fixture {
-	void *dev, *pd, *var;
-	void *stale_dev, *stale_pd, *stale_var;
-	unsigned char pd_blob[256], var_blob[256];
-	size_t pd_len, var_len;
+	void *dev, *pd, *var, *mr, *dm; /* mr, dm NULL when sim0 lacks them */
+	void *stale_dev, *stale_pd, *stale_var, *stale_mr, *stale_dm;
+	unsigned char pd_blob[256], var_blob[256], mr_blob[256], dm_blob[256];
+	size_t pd_len, var_len, mr_len, dm_len;
+	unsigned char mem[64]; /* the memory the MR registers */
 	char pd_text[256];
 	int fd;    /* dev's command fd */
 	int sv[2]; /* a channel with QUEUED waiting in sv[1] */
@@ -35,7 +36,7 @@ struct fixture {
 	char buf[512];
 	size_t z;
 	int i;
-	uint32_t u32, u32b;
+	uint32_t u32, u32b, caps;
 	uint64_t u64;
 	void *p;
 };
@@ -76,6 +77,46 @@ static void a_var_attrs(struct fixture *f, ffi_val *a)
 	SET(a, VP(f->var), VP(&f->u32), VP(&f->u32b), VP(&f->u64));
 }
 static void a_var_map(struct fixture *f, ffi_val *a) { SET(a, VP(f->var), VP(&f->p)); }
+static void a_var_u32(struct fixture *f, ffi_val *a) { SET(a, VP(f->var), VP(&f->u32)); }
+static void a_dev_u32(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VP(&f->u32)); }
+static void a_dev_ptr(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VP(&f->p)); }
+static void a_pd_ptr(struct fixture *f, ffi_val *a) { SET(a, VP(f->pd), VP(&f->p)); }
+static void a_var_ptr(struct fixture *f, ffi_val *a) { SET(a, VP(f->var), VP(&f->p)); }
+static void a_mr_reg(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd), VP(f->mem), VZ(sizeof(f->mem)), VU32((uint32_t)ST(ACCESS_LOCAL_WRITE)),
+	    VP(&f->p));
+}
+static void a_mr(struct fixture *f, ffi_val *a) { SET(a, VP(f->mr)); }
+static void a_mr_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->mr), BUF(f), VP(&f->z)); }
+static void a_mr_import(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd), VP(f->mr_blob), VZ(f->mr_len), VP(&f->p));
+}
+static void a_mr_attrs(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->mr), VP(&f->u64), VP(&f->u64), VP(&f->u32), VP(&f->u32b), VP(&f->u32));
+}
+static void a_mr_u32(struct fixture *f, ffi_val *a) { SET(a, VP(f->mr), VP(&f->u32)); }
+static void a_mr_ptr(struct fixture *f, ffi_val *a) { SET(a, VP(f->mr), VP(&f->p)); }
+static void a_dm_alloc(struct fixture *f, ffi_val *a) { SET(a, VP(f->dev), VU64(64), VP(&f->p)); }
+static void a_dm(struct fixture *f, ffi_val *a) { SET(a, VP(f->dm)); }
+static void a_dm_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->dm), BUF(f), VP(&f->z)); }
+static void a_dm_import(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->dev), VP(f->dm_blob), VZ(f->dm_len), VP(&f->p));
+}
+static void a_dm_u64(struct fixture *f, ffi_val *a) { SET(a, VP(f->dm), VP(&f->u64)); }
+static void a_dm_u32(struct fixture *f, ffi_val *a) { SET(a, VP(f->dm), VP(&f->u32)); }
+static void a_dm_ptr(struct fixture *f, ffi_val *a) { SET(a, VP(f->dm), VP(&f->p)); }
+static void a_dm_rw(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->dm), VU64(0), VP(f->buf), VZ(8));
+}
+static void a_blob_field(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd_blob), VZ(f->pd_len), VI(ST(FIELD_HANDLE)), VP(&f->u64));
+}
 static void a_blob_kind(struct fixture *f, ffi_val *a)
 {
 	SET(a, VP(f->pd_blob), VZ(f->pd_len), VP(&f->i));
@@ -102,6 +143,8 @@ struct recipe {
 	const char *nullable; /* parameters the header documents as NULL-able */
 	void (*args)(struct fixture *f, ffi_val *a);
 };
+
+enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, NKINDS };
 
 static const struct recipe recipes[] = {
 	{ "rshare_version", "", a_version },
@@ -138,6 +181,32 @@ static const struct recipe recipes[] = {
 	{ "rshare_blob_from_text", "", a_from_text },
 	{ "rshare_channel_send", "", a_send },
 	{ "rshare_channel_recv", "", a_recv },
+	/* Since 1.1. */
+	{ "rshare_version_number", "", a_version },
+	{ "rshare_device_caps", "", a_dev_u32 },
+	{ "rshare_device_native", "", a_dev_ptr },
+	{ "rshare_pd_native", "", a_pd_ptr },
+	{ "rshare_var_handle", "", a_var_u32 },
+	{ "rshare_var_native", "", a_var_ptr },
+	{ "rshare_mr_reg", "", a_mr_reg },
+	{ "rshare_mr_export", "", a_mr_buf },
+	{ "rshare_mr_import", "", a_mr_import },
+	{ "rshare_mr_unimport", "", a_mr },
+	{ "rshare_mr_dereg", "", a_mr },
+	{ "rshare_mr_attrs", "addr length lkey rkey access", a_mr_attrs },
+	{ "rshare_mr_handle", "", a_mr_u32 },
+	{ "rshare_mr_native", "", a_mr_ptr },
+	{ "rshare_dm_alloc", "", a_dm_alloc },
+	{ "rshare_dm_export", "", a_dm_buf },
+	{ "rshare_dm_import", "", a_dm_import },
+	{ "rshare_dm_unimport", "", a_dm },
+	{ "rshare_dm_free", "", a_dm },
+	{ "rshare_dm_length", "", a_dm_u64 },
+	{ "rshare_dm_write", "", a_dm_rw },
+	{ "rshare_dm_read", "", a_dm_rw },
+	{ "rshare_dm_handle", "", a_dm_u32 },
+	{ "rshare_dm_native", "", a_dm_ptr },
+	{ "rshare_blob_field", "", a_blob_field },
 };
 
 static const struct recipe *recipe_for(const char *name)
@@ -158,14 +227,15 @@ static int listed(const char *list, const char *word)
 	return 0;
 }
 
-/* 0/1/2 for a device/PD/VAR handle parameter, -1 for anything else. */
+/* K_DEV .. K_DM for a handle parameter, -1 for anything else. */
 static int handle_kind(const char *type)
 {
-	static const char *const kinds[] = { "rshare_device *", "rshare_pd *", "rshare_var *" };
+	static const char *const kinds[NKINDS] = { "rshare_device *", "rshare_pd *",
+						   "rshare_var *", "rshare_mr *", "rshare_dm *" };
 
 	if (strncmp(type, "const ", 6) == 0)
 		type += 6;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < NKINDS; k++)
 		if (strcmp(type, kinds[k]) == 0)
 			return k;
 	return -1;
@@ -195,8 +265,10 @@ static int call(const struct abi_fn *fn, const ffi_val *a)
 static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
 			 const struct recipe *r, int k, int kind)
 {
-	void *stale[3] = { f->stale_dev, f->stale_pd, f->stale_var };
-	void *other[3] = { f->pd, f->var, f->dev }; /* live, of another kind */
+	void *stale[NKINDS] = { f->stale_dev, f->stale_pd, f->stale_var, f->stale_mr,
+				f->stale_dm };
+	/* live, of another kind */
+	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var };
 	int local = 0;
 	void *garbage[] = { (void *)1, (void *)(uintptr_t)0xdeadbeef0, (void *)(uintptr_t)-1,
 			    &local, other[kind] };
@@ -205,8 +277,10 @@ static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
 	r->args(f, a);
 	a[k] = VP(NULL);
 	EXPECT(call(fn, a), ST(E_INVAL), "%s(%s NULL)", fn->name, fn->params[k].name);
-	a[k] = VP(stale[kind]);
-	EXPECT(call(fn, a), ST(E_STALE), "%s(%s stale)", fn->name, fn->params[k].name);
+	if (stale[kind]) { /* an MR or DM can be made stale only where sim0 has them */
+		a[k] = VP(stale[kind]);
+		EXPECT(call(fn, a), ST(E_STALE), "%s(%s stale)", fn->name, fn->params[k].name);
+	}
 	for (size_t g = 0; g < sizeof(garbage) / sizeof(garbage[0]); g++) {
 		a[k] = VP(garbage[g]);
 		EXPECT(call(fn, a), ST(E_STALE), "%s(%s = %p, %s)", fn->name, fn->params[k].name,
@@ -266,10 +340,21 @@ static void sweep_buffer(struct fixture *f, const struct abi_fn *fn,
 	EXPECT_TRUE(!is_str || f->buf[need] == '\0', "%s: not NUL-terminated", fn->name);
 }
 
+/* Do the valid arguments of fn hold a live object of the kind named by
+ * prefix (every function of that prefix but the one that makes it)? */
+static int needs(const char *fn, const char *prefix, const char *maker)
+{
+	return strncmp(fn, prefix, strlen(prefix)) == 0 && strcmp(fn, maker) != 0;
+}
+
 static void sweep_fn(struct fixture *f, const struct abi_fn *fn, const struct recipe *r)
 {
 	ffi_val a[8];
 	int pointers = 0;
+	/* Without a live MR or DM (a provider without them), only the handle
+	 * parameters can be swept: NULL and garbage handles. */
+	int live = !(needs(fn->name, "rshare_mr_", "rshare_mr_reg") && !f->mr) &&
+		   !(needs(fn->name, "rshare_dm_", "rshare_dm_alloc") && !f->dm);
 
 	for (int k = 0; k < fn->nparams; k++) {
 		const struct abi_param *p = &fn->params[k];
@@ -280,6 +365,8 @@ static void sweep_fn(struct fixture *f, const struct abi_fn *fn, const struct re
 		pointers++;
 		if (kind >= 0) {
 			sweep_handle(f, fn, r, k, kind);
+		} else if (!live) {
+			continue;
 		} else if (is_buffer(fn, k)) {
 			sweep_buffer(f, fn, r, k);
 		} else if (!listed(r->nullable, p->name)) {
@@ -311,16 +398,54 @@ static void make_stale(struct fixture *f)
 	EXPECT(CALLI("rshare_pd_free", VP(f->stale_pd)), ST(OK), "pd_free");
 	EXPECT(CALLI("rshare_var_alloc", VP(d), VU32(0), VP(&f->stale_var)), ST(OK), "var_alloc");
 	EXPECT(CALLI("rshare_var_free", VP(f->stale_var)), ST(OK), "var_free");
+	if (f->caps & (uint32_t)ST(CAP_MR)) {
+		void *pd = NULL;
+
+		EXPECT(CALLI("rshare_pd_alloc", VP(d), VP(&pd)), ST(OK), "pd_alloc");
+		EXPECT(CALLI("rshare_mr_reg", VP(pd), VP(f->mem), VZ(sizeof(f->mem)), VU32(0),
+			     VP(&f->stale_mr)), ST(OK), "mr_reg");
+		EXPECT(CALLI("rshare_mr_dereg", VP(f->stale_mr)), ST(OK), "mr_dereg");
+		EXPECT(CALLI("rshare_pd_free", VP(pd)), ST(OK), "pd_free");
+	}
+	if (f->caps & (uint32_t)ST(CAP_DM)) {
+		EXPECT(CALLI("rshare_dm_alloc", VP(d), VU64(64), VP(&f->stale_dm)), ST(OK),
+		       "dm_alloc");
+		EXPECT(CALLI("rshare_dm_free", VP(f->stale_dm)), ST(OK), "dm_free");
+	}
 	EXPECT(CALLI("rshare_device_close", VP(d)), ST(OK), "close");
 	f->stale_dev = d;
+}
+
+/* The live MR and DM of the sweep, and their blobs, where sim0 has them. */
+static void setup_mr_dm(struct fixture *f)
+{
+	if (f->caps & (uint32_t)ST(CAP_MR)) {
+		EXPECT(CALLI("rshare_mr_reg", VP(f->pd), VP(f->mem), VZ(sizeof(f->mem)),
+			     VU32((uint32_t)ST(ACCESS_LOCAL_WRITE)), VP(&f->mr)), ST(OK), "mr_reg");
+		EXPECT(CALLI("rshare_mr_export", VP(f->mr), VP(f->mr_blob), VZ(sizeof(f->mr_blob)),
+			     VP(&f->mr_len)), ST(OK), "mr_export");
+	} else {
+		printf("ffi sweep: sim0 lacks RSHARE_CAP_MR: MR functions get NULL and garbage "
+		       "handle checks only\n");
+	}
+	if (f->caps & (uint32_t)ST(CAP_DM)) {
+		EXPECT(CALLI("rshare_dm_alloc", VP(f->dev), VU64(64), VP(&f->dm)), ST(OK),
+		       "dm_alloc");
+		EXPECT(CALLI("rshare_dm_export", VP(f->dm), VP(f->dm_blob), VZ(sizeof(f->dm_blob)),
+			     VP(&f->dm_len)), ST(OK), "dm_export");
+	} else {
+		printf("ffi sweep: sim0 lacks RSHARE_CAP_DM: DM functions get NULL and garbage "
+		       "handle checks only\n");
+	}
 }
 
 static int setup(struct fixture *f)
 {
 	struct timeval tv = { .tv_sec = 5 };
 
-	make_stale(f);
 	EXPECT(CALLI("rshare_device_open", VP("sim0"), VP(&f->dev)), ST(OK), "open sim0");
+	EXPECT(CALLI("rshare_device_caps", VP(f->dev), VP(&f->caps)), ST(OK), "device_caps");
+	make_stale(f);
 	EXPECT(CALLI("rshare_device_fd", VP(f->dev), VP(&f->fd)), ST(OK), "device_fd");
 	EXPECT(CALLI("rshare_pd_alloc", VP(f->dev), VP(&f->pd)), ST(OK), "pd_alloc");
 	EXPECT(CALLI("rshare_var_alloc", VP(f->dev), VU32(0), VP(&f->var)), ST(OK), "var_alloc");
@@ -330,6 +455,7 @@ static int setup(struct fixture *f)
 		     VP(&f->var_len)), ST(OK), "var_export");
 	EXPECT(CALLI("rshare_blob_to_text", VP(f->pd_blob), VZ(f->pd_len), VP(f->pd_text),
 		     VZ(sizeof(f->pd_text)), VP(&f->z)), ST(OK), "blob_to_text");
+	setup_mr_dm(f);
 	/* A receive that wrongly blocks times out (E_IO) instead of hanging. */
 	if (!EXPECT_TRUE(socketpair(AF_UNIX, SOCK_STREAM, 0, f->sv) == 0 &&
 			 setsockopt(f->sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0,
@@ -357,6 +483,10 @@ static void teardown(struct fixture *f)
 		    "a failed channel_send sent something");
 	close(f->sv[0]);
 	close(f->sv[1]);
+	if (f->mr)
+		EXPECT(CALLI("rshare_mr_dereg", VP(f->mr)), ST(OK), "mr_dereg after the sweep");
+	if (f->dm)
+		EXPECT(CALLI("rshare_dm_free", VP(f->dm)), ST(OK), "dm_free after the sweep");
 	EXPECT(CALLI("rshare_pd_free", VP(f->pd)), ST(OK), "pd_free after the sweep");
 	EXPECT(CALLI("rshare_var_free", VP(f->var)), ST(OK), "var_free after the sweep");
 	EXPECT(CALLI("rshare_device_close", VP(f->dev)), ST(OK), "close after the sweep");

@@ -42,7 +42,7 @@ def test_installed_package_imports_and_works(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=60, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "1.0.0"
+    assert proc.stdout.strip() == "1.1.0"
     maps = subprocess.run([sys.executable, "-c",
                            "import rshare, sys; print(open('/proc/self/maps').read())"],
                           env=env, capture_output=True, text=True, timeout=60)

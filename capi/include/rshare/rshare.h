@@ -3,7 +3,10 @@
  * between processes through checked, versioned export blobs.
  *
  * This is the only public header of librshare.so.1. Every function declared
- * here is exported under the ELF version node RSHARE_1.0 (abi/rshare.map).
+ * here is exported under the ELF version node of the release that added it
+ * (abi/rshare.map): RSHARE_1.0, or RSHARE_1.1 for those marked "Since 1.1".
+ * A program that uses a 1.1 function records RSHARE_1.1 in its version
+ * needs, so it refuses to load on a 1.0 library instead of failing later.
  *
  * Conventions (the same for every function):
  *  - A function that can fail returns int: RSHARE_OK (0) or a negative
@@ -37,8 +40,11 @@ extern "C" {
 #endif
 
 #define RSHARE_VERSION_MAJOR 1
-#define RSHARE_VERSION_MINOR 0
+#define RSHARE_VERSION_MINOR 1
 #define RSHARE_VERSION_PATCH 0
+/** MAJOR * 10000 + MINOR * 100 + PATCH of this header (since 1.1); compare
+ * it with rshare_version_number(), the library's, at run time. */
+#define RSHARE_VERSION_NUMBER 10100
 
 /** Status codes. The values are frozen: never renumbered, never reused. */
 enum rshare_status {
@@ -82,6 +88,12 @@ enum rshare_limits {
 	RSHARE_PAYLOAD_MAX = 65536      /**< upper bound of a channel payload, in bytes */
 };
 
+/** The header's version as an enum member, for FFI declarations that cannot
+ * see macros (since 1.1): equal to RSHARE_VERSION_NUMBER. */
+enum rshare_header_version {
+	RSHARE_HEADER_VERSION = 10100
+};
+
 /** VAR allocation flags (as mlx5dv_alloc_var). */
 enum rshare_var_flags {
 	RSHARE_VAR_FLAG_TLP = 1  /**< MLX5DV_VAR_ALLOC_FLAG_TLP */
@@ -104,12 +116,36 @@ enum rshare_caps {
 	RSHARE_CAP_NATIVE = 16  /**< native rdma-core objects (rshare_*_native) */
 };
 
+/** The fields rshare_blob_field() reads (since 1.1). Which kinds carry
+ * which field: abi/BLOB-FORMAT.md. */
+enum rshare_blob_field {
+	RSHARE_FIELD_KIND = 1,      /**< enum rshare_kind (every blob) */
+	RSHARE_FIELD_PROVIDER = 2,  /**< enum rshare_provider (every blob) */
+	RSHARE_FIELD_GUID = 3,      /**< device node GUID (every blob) */
+	RSHARE_FIELD_TABLE = 4,     /**< object table identity, 0 if unknowable (every blob) */
+	RSHARE_FIELD_HANDLE = 5,    /**< the object's kernel handle (every blob) */
+	RSHARE_FIELD_SERIAL = 6,    /**< creation serial, 0 if unknowable (every blob) */
+	RSHARE_FIELD_PAGE_ID = 7,   /**< VAR page id (VAR) */
+	RSHARE_FIELD_LENGTH = 8,    /**< VAR page length, MR length, DM length (VAR, MR, DM) */
+	RSHARE_FIELD_MMAP_OFF = 9,  /**< VAR mmap offset (VAR) */
+	RSHARE_FIELD_PD_HANDLE = 10, /**< kernel handle of the MR's PD (MR) */
+	RSHARE_FIELD_PD_SERIAL = 11, /**< creation serial of the MR's PD (MR) */
+	RSHARE_FIELD_ADDR = 12,     /**< the registering process's start address (MR) */
+	RSHARE_FIELD_LKEY = 13,     /**< local key (MR) */
+	RSHARE_FIELD_RKEY = 14,     /**< remote key (MR) */
+	RSHARE_FIELD_ACCESS = 15    /**< RSHARE_ACCESS_* flags (MR) */
+};
+
 /** An open or imported device context. Opaque. */
 typedef struct rshare_device rshare_device;
 /** A protection domain handle, allocated or imported. Opaque. */
 typedef struct rshare_pd rshare_pd;
 /** A VAR handle, allocated or imported. Opaque. */
 typedef struct rshare_var rshare_var;
+/** A memory region handle, registered or imported (since 1.1). Opaque. */
+typedef struct rshare_mr rshare_mr;
+/** A device memory handle, allocated or imported (since 1.1). Opaque. */
+typedef struct rshare_dm rshare_dm;
 
 /* ------------------------------------------------------------------ */
 /* Library                                                              */
@@ -120,6 +156,14 @@ typedef struct rshare_var rshare_var;
  * Returns a static string; never fails.
  */
 RSHARE_API const char *rshare_version(void);
+
+/**
+ * The library's version as MAJOR * 10000 + MINOR * 100 + PATCH (10100 for
+ * 1.1.0), to compare with the RSHARE_VERSION_NUMBER a program was built
+ * with: a library at least as new as the header offers everything the
+ * header declares. Never fails. Since 1.1.
+ */
+RSHARE_API int rshare_version_number(void);
 
 /**
  * The symbolic name of a status, e.g. "RSHARE_E_STALE".
@@ -217,11 +261,28 @@ RSHARE_API int rshare_device_guid(const rshare_device *dev, uint64_t *guid);
 RSHARE_API int rshare_device_provider(const rshare_device *dev, int *provider);
 
 /**
+ * What the device and the loaded rdma-core can do: a mask of enum
+ * rshare_caps bits, so a program can ask instead of trying and catching
+ * RSHARE_E_UNSUPPORTED. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (caps NULL or dev NULL); RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_device_caps(const rshare_device *dev, uint32_t *caps);
+
+/**
+ * The native rdma-core context behind dev: a struct ibv_context *, stored
+ * in *ibv_context. Borrowed: owned by dev, valid until rshare_device_close();
+ * never close it yourself. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
+ * (a device without RSHARE_CAP_NATIVE, such as sim0).
+ */
+RSHARE_API int rshare_device_native(const rshare_device *dev, void **ibv_context);
+
+/**
  * Close the context and its fd. Objects stay alive for other processes that
  * share the context; the provider destroys them when the last fd closes.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (already closed);
- * RSHARE_E_BUSY while PDs or VARs made or imported through dev are live in
- * this process, or while another thread is inside a call on dev (a blocked
+ * RSHARE_E_BUSY while PDs, VARs or device memory (and so MRs) made or
+ * imported through dev are live in this process, or while another thread is inside a call on dev (a blocked
  * rshare_channel_send() included); the device then stays open.
  */
 RSHARE_API int rshare_device_close(rshare_device *dev);
@@ -278,6 +339,15 @@ RSHARE_API int rshare_pd_free(rshare_pd *pd);
  */
 RSHARE_API int rshare_pd_handle(const rshare_pd *pd, uint32_t *handle);
 
+/**
+ * The native rdma-core PD behind pd: a struct ibv_pd *, stored in *ibv_pd
+ * (use it with ibv_reg_mr, ibv_create_qp, ...). Borrowed: valid until pd is
+ * unimported or freed; never deallocate it yourself. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
+ * (a device without RSHARE_CAP_NATIVE, such as sim0).
+ */
+RSHARE_API int rshare_pd_native(const rshare_pd *pd, void **ibv_pd);
+
 /* ------------------------------------------------------------------ */
 /* VARs                                                                 */
 /* ------------------------------------------------------------------ */
@@ -328,6 +398,21 @@ RSHARE_API int rshare_var_attrs(const rshare_var *var, uint32_t *page_id,
 				uint32_t *length, uint64_t *mmap_off);
 
 /**
+ * The VAR's kernel handle (meaningful only within its object table).
+ * Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_var_handle(const rshare_var *var, uint32_t *handle);
+
+/**
+ * The native object behind var: a struct mlx5dv_var *, stored in
+ * *mlx5dv_var. Borrowed: valid until var is unimported or freed. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
+ * (a device without RSHARE_CAP_NATIVE, such as sim0).
+ */
+RSHARE_API int rshare_var_native(const rshare_var *var, void **mlx5dv_var);
+
+/**
  * Map the VAR page (length bytes, read-write, shared) through the device
  * fd and store its address in *addr. Repeated calls return the same address
  * until rshare_var_unmap(). Writes are seen by every process that maps it.
@@ -343,6 +428,172 @@ RSHARE_API int rshare_var_map(rshare_var *var, void **addr);
 RSHARE_API int rshare_var_unmap(rshare_var *var);
 
 /* ------------------------------------------------------------------ */
+/* Memory regions (since 1.1)                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Register [addr, addr + length) on pd with access, a mask of
+ * RSHARE_ACCESS_* flags (the IBV_ACCESS_* values). The memory stays the
+ * caller's: keep it allocated until the MR is deregistered. The MR lives in
+ * pd: while it is live in this process, rshare_pd_unimport() and
+ * rshare_pd_free() of pd answer RSHARE_E_BUSY. On success *out is a new
+ * handle. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (NULL addr or out, length 0, unknown
+ * access flags); RSHARE_E_STALE (pd); RSHARE_E_UNSUPPORTED (a device without
+ * RSHARE_CAP_MR); RSHARE_E_NOMEM; RSHARE_E_PERM; RSHARE_E_IO.
+ */
+RSHARE_API int rshare_mr_reg(rshare_pd *pd, void *addr, size_t length,
+			     uint32_t access, rshare_mr **out);
+
+/**
+ * Export mr as a blob (at most RSHARE_BLOB_MAX bytes) with the (buf, cap,
+ * len) convention. The blob names its PD (handle and serial), so it can only
+ * be imported into that PD. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE.
+ */
+RSHARE_API int rshare_mr_export(const rshare_mr *mr, void *buf, size_t cap,
+				size_t *len);
+
+/**
+ * Import the MR described by blob into pd (as ibv_import_mr: an MR is
+ * imported into the PD it was registered on, itself imported first). The
+ * blob is fully validated first. The imported MR's address is the
+ * registering process's (meaningless in this one, as on hardware); its keys
+ * are the shared registration's. On success *out is a new handle, which
+ * keeps pd busy as rshare_mr_reg() does. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (pd);
+ * RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (not an
+ * MR blob); RSHARE_E_DEVICE_MISMATCH (another device or object table, or
+ * the MR is registered on another PD than pd); RSHARE_E_NOT_FOUND (the MR
+ * was deregistered); RSHARE_E_UNSUPPORTED; RSHARE_E_NOMEM; RSHARE_E_IO.
+ */
+RSHARE_API int rshare_mr_import(rshare_pd *pd, const void *blob, size_t len,
+				rshare_mr **out);
+
+/**
+ * Release this process's MR handle without touching the shared
+ * registration. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_mr_unimport(rshare_mr *mr);
+
+/**
+ * Deregister the MR for every process and release the handle; later imports
+ * anywhere give RSHARE_E_NOT_FOUND. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND
+ * (already deregistered by another process: release the handle with
+ * rshare_mr_unimport()); RSHARE_E_BUSY; RSHARE_E_IO.
+ */
+RSHARE_API int rshare_mr_dereg(rshare_mr *mr);
+
+/**
+ * The MR's attributes: start address (the registering process's), length,
+ * local and remote keys, access flags. Any pointer may be NULL. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (mr NULL); RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_mr_attrs(const rshare_mr *mr, uint64_t *addr,
+			       uint64_t *length, uint32_t *lkey,
+			       uint32_t *rkey, uint32_t *access);
+
+/**
+ * The MR's kernel handle (meaningful only within its object table).
+ * Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_mr_handle(const rshare_mr *mr, uint32_t *handle);
+
+/**
+ * The native rdma-core MR behind mr: a struct ibv_mr *, stored in *ibv_mr.
+ * Borrowed: valid until mr is unimported or deregistered. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
+ * (a device without RSHARE_CAP_NATIVE, such as sim0).
+ */
+RSHARE_API int rshare_mr_native(const rshare_mr *mr, void **ibv_mr);
+
+/* ------------------------------------------------------------------ */
+/* Device memory (since 1.1)                                            */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Allocate length bytes of device memory (on-chip memory of the NIC; on
+ * sim0 a fixed device-wide budget in the shared table). Its contents are
+ * reached with rshare_dm_write()/rshare_dm_read(), from every process that
+ * imports it. On success *out is a new handle. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL, length 0); RSHARE_E_STALE
+ * (dev); RSHARE_E_NOMEM (the device memory is used up); RSHARE_E_UNSUPPORTED
+ * (a device without RSHARE_CAP_DM); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_dm_alloc(rshare_device *dev, uint64_t length,
+			       rshare_dm **out);
+
+/**
+ * Export dm as a blob, with the (buf, cap, len) convention. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE.
+ */
+RSHARE_API int rshare_dm_export(const rshare_dm *dm, void *buf, size_t cap,
+				size_t *len);
+
+/**
+ * Import the device memory described by blob into dev; statuses as
+ * rshare_pd_import(), plus RSHARE_E_UNSUPPORTED. Since 1.1.
+ */
+RSHARE_API int rshare_dm_import(rshare_device *dev, const void *blob,
+				size_t len, rshare_dm **out);
+
+/**
+ * Release this process's handle; the memory lives on. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_dm_unimport(rshare_dm *dm);
+
+/**
+ * Free the device memory for every process and release the handle.
+ * Statuses as rshare_pd_free(). Since 1.1.
+ */
+RSHARE_API int rshare_dm_free(rshare_dm *dm);
+
+/**
+ * The device memory's length in bytes. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_dm_length(const rshare_dm *dm, uint64_t *length);
+
+/**
+ * Copy len bytes from src into the device memory at offset. Bounds-checked
+ * (overflow-safe): a range past the end writes nothing. len 0 is a no-op
+ * (src may then be NULL). Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (NULL src with len > 0, range past the
+ * end); RSHARE_E_STALE; RSHARE_E_NOT_FOUND (freed by another process);
+ * RSHARE_E_IO.
+ */
+RSHARE_API int rshare_dm_write(rshare_dm *dm, uint64_t offset, const void *src,
+			       size_t len);
+
+/**
+ * Copy len bytes of the device memory at offset into dst; bounds-checked as
+ * rshare_dm_write() (dst untouched on failure). Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND;
+ * RSHARE_E_IO.
+ */
+RSHARE_API int rshare_dm_read(rshare_dm *dm, uint64_t offset, void *dst,
+			      size_t len);
+
+/**
+ * The device memory's kernel handle (meaningful only within its object
+ * table). Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_dm_handle(const rshare_dm *dm, uint32_t *handle);
+
+/**
+ * The native rdma-core device memory behind dm: a struct ibv_dm *, stored in
+ * *ibv_dm. Borrowed: valid until dm is unimported or freed. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
+ * (a device without RSHARE_CAP_NATIVE, such as sim0).
+ */
+RSHARE_API int rshare_dm_native(const rshare_dm *dm, void **ibv_dm);
+
+/* ------------------------------------------------------------------ */
 /* Blobs (byte layout: abi/BLOB-FORMAT.md)                              */
 /* ------------------------------------------------------------------ */
 
@@ -350,14 +601,29 @@ RSHARE_API int rshare_var_unmap(rshare_var *var);
  * Validate blob fully (length, magic, version, checksum, fields) and store
  * its enum rshare_kind in *kind.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_BLOB_CORRUPT;
- * RSHARE_E_BLOB_VERSION.
+ * RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (since 1.1: a well-formed blob
+ * of a kind this library does not know, from a newer library; 1.0 answered
+ * RSHARE_E_BLOB_CORRUPT).
  */
 RSHARE_API int rshare_blob_kind(const void *blob, size_t len, int *kind);
 
 /**
+ * Read one field of a valid blob (validated in full first) into *value:
+ * field is an enum rshare_blob_field. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (value NULL, unknown field);
+ * RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (a kind
+ * this library does not know); RSHARE_E_NOT_FOUND (the blob's kind has no
+ * such field, e.g. RSHARE_FIELD_PAGE_ID of a PD).
+ */
+RSHARE_API int rshare_blob_field(const void *blob, size_t len, int field,
+				 uint64_t *value);
+
+/**
  * Describe a valid blob as a one-line JSON object (keys: format, kind,
- * provider, guid, table, handle, serial, for VARs page_id, length and
- * mmap_off, then private_len and size; at most 512 bytes with the NUL), with
+ * provider, guid, table, handle, serial; for VARs page_id, length and
+ * mmap_off; for MRs (since 1.1) pd_handle, pd_serial, addr, length, lkey,
+ * rkey and access; for device memory (since 1.1) length; then private_len
+ * and size; at most 512 bytes with the NUL), with
  * the (buf, cap, out_len) convention. Statuses as rshare_blob_kind(), plus
  * RSHARE_E_NOSPACE.
  */

@@ -7,19 +7,51 @@
 #include "util/error.h"
 #include "util/le.h"
 
+/* What each kind adds after the common fields: the size of its fixed
+ * fields and the largest provider-private part it may carry. Indexed by
+ * enum rshare_kind; a kind absent here is unknown to this library. */
+static const struct kind_layout {
+	const char *word, *json;
+	uint8_t fields;
+	uint8_t priv_max;
+} layouts[] = {
+	[RSHARE_KIND_PD] = { "PD", "pd", 0, RS_PRIV_MAX },
+	[RSHARE_KIND_VAR] = { "VAR", "var", RS_BLOB_VAR_FIELDS, RS_PRIV_MAX },
+	[RSHARE_KIND_MR] = { "MR", "mr", RS_BLOB_MR_FIELDS, 0 },
+	[RSHARE_KIND_DM] = { "DM", "dm", RS_BLOB_DM_FIELDS, 0 },
+};
+#define NKINDS (sizeof(layouts) / sizeof(layouts[0]))
+
 _Static_assert(RS_BLOB_COMMON_END + RS_BLOB_VAR_FIELDS + RS_PRIV_MAX +
 		       RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
-	       "largest blob must fit RSHARE_BLOB_MAX");
+	       "largest VAR blob must fit RSHARE_BLOB_MAX");
+_Static_assert(RS_BLOB_COMMON_END + RS_BLOB_MR_FIELDS + RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
+	       "MR blob must fit RSHARE_BLOB_MAX");
+
+static const struct kind_layout *layout(int kind)
+{
+	return kind > 0 && (size_t)kind < NKINDS && layouts[kind].word ? &layouts[kind] : NULL;
+}
+
+const char *rs_kind_word(int kind)
+{
+	return layout(kind) ? layout(kind)->word : "object of unknown kind";
+}
+
+const char *rs_kind_json(int kind)
+{
+	return layout(kind) ? layout(kind)->json : "?";
+}
 
 static size_t blob_size(int kind, size_t priv_len)
 {
-	return RS_BLOB_COMMON_END + (kind == RSHARE_KIND_VAR ? RS_BLOB_VAR_FIELDS : 0) +
-	       priv_len + RS_BLOB_CRC_SIZE;
+	return RS_BLOB_COMMON_END + layout(kind)->fields + priv_len + RS_BLOB_CRC_SIZE;
 }
 
 size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 {
-	size_t n = blob_size(b->kind, b->priv_len), off = RS_BLOB_COMMON_END;
+	size_t n = blob_size(b->kind, b->priv_len);
+	uint8_t *f = out + RS_BLOB_COMMON_END;
 
 	memcpy(out + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4);
 	out[RS_BLOB_OFF_FORMAT] = RS_BLOB_FORMAT;
@@ -32,15 +64,29 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 	rs_put64(out + RS_BLOB_OFF_GUID, b->guid);
 	rs_put64(out + RS_BLOB_OFF_TABLE, b->table_id);
 	rs_put64(out + RS_BLOB_OFF_SERIAL, b->serial);
-	if (b->kind == RSHARE_KIND_VAR) {
-		rs_put32(out + off, b->page_id);
-		rs_put32(out + off + 4, b->length);
-		rs_put64(out + off + 8, b->mmap_off);
-		off += RS_BLOB_VAR_FIELDS;
+	switch (b->kind) {
+	case RSHARE_KIND_VAR:
+		rs_put32(f, b->page_id);
+		rs_put32(f + 4, (uint32_t)b->length);
+		rs_put64(f + 8, b->mmap_off);
+		break;
+	case RSHARE_KIND_MR:
+		rs_put32(f, b->pd_handle);
+		rs_put32(f + 4, b->access);
+		rs_put64(f + 8, b->pd_serial);
+		rs_put64(f + 16, b->addr);
+		rs_put64(f + 24, b->length);
+		rs_put32(f + 32, b->lkey);
+		rs_put32(f + 36, b->rkey);
+		break;
+	case RSHARE_KIND_DM:
+		rs_put64(f, b->length);
+		break;
 	}
-	memcpy(out + off, b->priv, b->priv_len);
-	off += b->priv_len;
-	rs_put32(out + off, rs_crc32c(out, off));
+	f += layout(b->kind)->fields;
+	memcpy(f, b->priv, b->priv_len);
+	f += b->priv_len;
+	rs_put32(f, rs_crc32c(out, (size_t)(f - out)));
 	return n;
 }
 
@@ -49,10 +95,37 @@ static int corrupt(const char *why, size_t a, size_t b)
 	return rs_fail(RSHARE_E_BLOB_CORRUPT, 0, why, a, b);
 }
 
+/* Read the kind's fields (the layout is validated). */
+static void decode_fields(const uint8_t *f, struct rs_blob *b)
+{
+	b->page_id = b->pd_handle = b->lkey = b->rkey = b->access = 0;
+	b->length = b->mmap_off = b->pd_serial = b->addr = 0;
+	switch (b->kind) {
+	case RSHARE_KIND_VAR:
+		b->page_id = rs_get32(f);
+		b->length = rs_get32(f + 4);
+		b->mmap_off = rs_get64(f + 8);
+		break;
+	case RSHARE_KIND_MR:
+		b->pd_handle = rs_get32(f);
+		b->access = rs_get32(f + 4);
+		b->pd_serial = rs_get64(f + 8);
+		b->addr = rs_get64(f + 16);
+		b->length = rs_get64(f + 24);
+		b->lkey = rs_get32(f + 32);
+		b->rkey = rs_get32(f + 36);
+		break;
+	case RSHARE_KIND_DM:
+		b->length = rs_get64(f);
+		break;
+	}
+}
+
 int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 {
 	const uint8_t *p = buf;
-	size_t want, off = RS_BLOB_COMMON_END;
+	const struct kind_layout *l;
+	size_t want;
 	uint32_t crc;
 
 	if (!buf)
@@ -73,20 +146,26 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	if (rs_get16(p + RS_BLOB_OFF_LENGTH) != len)
 		return corrupt("blob length field says %zu bytes, %zu given",
 			       rs_get16(p + RS_BLOB_OFF_LENGTH), len);
-	b->kind = p[RS_BLOB_OFF_KIND];
-	if (b->kind != RSHARE_KIND_PD && b->kind != RSHARE_KIND_VAR)
-		return corrupt("blob kind %zu is unknown (%zu bytes)", (size_t)b->kind, len);
-	b->priv_len = rs_get16(p + RS_BLOB_OFF_PRIV_LEN);
-	if (b->priv_len > RS_PRIV_MAX)
-		return corrupt("blob private part of %zu bytes exceeds %zu",
-			       b->priv_len, (size_t)RS_PRIV_MAX);
-	want = blob_size(b->kind, b->priv_len);
-	if (want != len)
-		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
+	/* The checksum before the kind: a damaged kind byte is corruption, and
+	 * only an intact blob of a kind this library does not know (a newer
+	 * library's) is BLOB_KIND. */
 	crc = rs_get32(p + len - RS_BLOB_CRC_SIZE);
 	if (crc != rs_crc32c(p, len - RS_BLOB_CRC_SIZE))
 		return corrupt("blob checksum mismatch (%zu bytes, crc 0x%zx)", len,
 			       (size_t)crc);
+	b->kind = p[RS_BLOB_OFF_KIND];
+	l = layout(b->kind);
+	if (!l)
+		return rs_fail(RSHARE_E_BLOB_KIND, 0,
+			       "blob kind %d is unknown to this library (made by a newer "
+			       "library?)", b->kind);
+	b->priv_len = rs_get16(p + RS_BLOB_OFF_PRIV_LEN);
+	if (b->priv_len > l->priv_max)
+		return corrupt("blob private part of %zu bytes exceeds %zu for its kind",
+			       b->priv_len, (size_t)l->priv_max);
+	want = blob_size(b->kind, b->priv_len);
+	if (want != len)
+		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
 	b->provider = p[RS_BLOB_OFF_PROVIDER];
 	if (b->provider != RSHARE_PROVIDER_HW && b->provider != RSHARE_PROVIDER_SIM)
 		return corrupt("blob provider %zu is unknown (%zu bytes)",
@@ -98,64 +177,22 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	b->guid = rs_get64(p + RS_BLOB_OFF_GUID);
 	b->table_id = rs_get64(p + RS_BLOB_OFF_TABLE);
 	b->serial = rs_get64(p + RS_BLOB_OFF_SERIAL);
-	b->page_id = b->length = 0;
-	b->mmap_off = 0;
-	if (b->kind == RSHARE_KIND_VAR) {
-		b->page_id = rs_get32(p + off);
-		b->length = rs_get32(p + off + 4);
-		b->mmap_off = rs_get64(p + off + 8);
-		off += RS_BLOB_VAR_FIELDS;
-	}
-	memcpy(b->priv, p + off, b->priv_len);
+	decode_fields(p + RS_BLOB_COMMON_END, b);
+	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields, b->priv_len);
 	return RSHARE_OK;
-}
-
-int rs_copy_out(const void *src, size_t n, void *buf, size_t cap, size_t *len)
-{
-	if (!len)
-		return rs_fail(RSHARE_E_INVAL, 0, "len is NULL");
-	if (!buf || cap < n) {
-		*len = n;
-		return rs_fail(RSHARE_E_NOSPACE, 0, "buffer of %zu bytes too small, %zu needed",
-			       buf ? cap : 0, n);
-	}
-	memcpy(buf, src, n);
-	*len = n;
-	return RSHARE_OK;
-}
-
-int rs_copy_str(const char *src, size_t n, char *buf, size_t cap, size_t *len)
-{
-	if (!len)
-		return rs_fail(RSHARE_E_INVAL, 0, "len is NULL");
-	if (!buf || cap < n + 1) {
-		*len = n;
-		return rs_fail(RSHARE_E_NOSPACE, 0,
-			       "buffer of %zu bytes too small, %zu needed (with NUL)",
-			       buf ? cap : 0, n + 1);
-	}
-	memcpy(buf, src, n);
-	buf[n] = '\0';
-	*len = n;
-	return RSHARE_OK;
-}
-
-static const char *kind_word(int kind)
-{
-	return kind == RSHARE_KIND_PD ? "PD" : "VAR";
 }
 
 int rs_blob_check_target(const struct rs_blob *b, int kind, const struct rs_ctx *ctx)
 {
 	if (b->kind != kind)
-		return rs_fail(RSHARE_E_BLOB_KIND, 0, "blob holds a %s, a %s was expected",
-			       kind_word(b->kind), kind_word(kind));
+		return rs_fail(RSHARE_E_BLOB_KIND, 0, "blob holds a%s %s, a%s %s was expected",
+			       b->kind == RSHARE_KIND_MR ? "n" : "", rs_kind_word(b->kind),
+			       kind == RSHARE_KIND_MR ? "n" : "", rs_kind_word(kind));
 	if (b->provider != ctx->ops->id || b->guid != ctx->guid)
 		return rs_fail(RSHARE_E_DEVICE_MISMATCH, 0,
 			       "blob is from device 0x%016" PRIx64 " (%s), this context is "
 			       "device 0x%016" PRIx64 " (%s)",
-			       b->guid, b->provider == RSHARE_PROVIDER_SIM ? "sim" : "hw",
-			       ctx->guid, ctx->ops->name);
+			       b->guid, rs_provider_name(b->provider), ctx->guid, ctx->ops->name);
 	if (b->table_id && ctx->table_id && b->table_id != ctx->table_id)
 		return rs_fail(RSHARE_E_DEVICE_MISMATCH, 0,
 			       "blob is from object table 0x%016" PRIx64 ", this context "
@@ -193,7 +230,7 @@ void rs_var_from_blob(struct rs_var_info *var, const struct rs_blob *b)
 	var->handle = b->handle;
 	var->serial = b->serial;
 	var->page_id = b->page_id;
-	var->length = b->length;
+	var->length = (uint32_t)b->length;
 	var->mmap_off = b->mmap_off;
 	var->priv_len = b->priv_len;
 	memcpy(var->priv, b->priv, b->priv_len);

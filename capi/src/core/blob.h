@@ -29,6 +29,8 @@ enum {
 	RS_BLOB_OFF_SERIAL = 32,
 	RS_BLOB_COMMON_END = 40,
 	RS_BLOB_VAR_FIELDS = 16, /* page_id, length, mmap_off */
+	RS_BLOB_MR_FIELDS = 40,  /* pd_handle, access, pd_serial, addr, length, lkey, rkey */
+	RS_BLOB_DM_FIELDS = 8,   /* length */
 	RS_BLOB_CRC_SIZE = 4,
 	RS_BLOB_MIN = RS_BLOB_COMMON_END + RS_BLOB_CRC_SIZE
 };
@@ -41,8 +43,10 @@ struct rs_blob {
 	uint64_t serial;
 	uint32_t handle;
 	uint32_t page_id;  /* VAR only */
-	uint32_t length;   /* VAR only */
+	uint64_t length;   /* VAR (a u32 on the wire), MR, DM */
 	uint64_t mmap_off; /* VAR only */
+	uint32_t pd_handle, lkey, rkey, access; /* MR only */
+	uint64_t pd_serial, addr;               /* MR only */
 	uint16_t priv_len;
 	uint8_t priv[RS_PRIV_MAX];
 };
@@ -54,12 +58,12 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out);
  * status with the cause recorded. */
 int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b);
 
-/* Copy a produced byte string out under the (buf, cap, len) convention. */
-int rs_copy_out(const void *src, size_t n, void *buf, size_t cap, size_t *len);
-/* The same for a string: n excludes the NUL, which is always written. */
-int rs_copy_str(const char *src, size_t n, char *buf, size_t cap, size_t *len);
+/* "PD", "VAR", "MR", "DM" (for messages) and "pd", "var", ... (for JSON). */
+const char *rs_kind_word(int kind);
+const char *rs_kind_json(int kind);
 
-
+/* The short name of provider id ("hw", "sim"), from the provider table. */
+const char *rs_provider_name(int id);
 
 /* May a blob of this content be imported into ctx? RSHARE_OK,
  * RSHARE_E_BLOB_KIND or RSHARE_E_DEVICE_MISMATCH with the cause recorded. */

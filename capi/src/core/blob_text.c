@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "blob.h"
+#include "util/copyout.h"
 #include "util/error.h"
 
 #define TEXT_PREFIX "rshare:"
@@ -42,14 +43,23 @@ int rshare_blob_describe(const void *blob, size_t len, char *buf, size_t cap,
 		     "{\"format\":%d,\"kind\":\"%s\",\"provider\":\"%s\","
 		     "\"guid\":\"0x%016" PRIx64 "\",\"table\":\"0x%016" PRIx64 "\","
 		     "\"handle\":%" PRIu32 ",\"serial\":%" PRIu64,
-		     RS_BLOB_FORMAT, b.kind == RSHARE_KIND_PD ? "pd" : "var",
-		     b.provider == RSHARE_PROVIDER_SIM ? "sim" : "hw", b.guid,
+		     RS_BLOB_FORMAT, rs_kind_json(b.kind), rs_provider_name(b.provider), b.guid,
 		     b.table_id, b.handle, b.serial);
 	if (b.kind == RSHARE_KIND_VAR)
 		n += snprintf(json + n, sizeof(json) - (size_t)n,
 			      ",\"page_id\":%" PRIu32 ",\"length\":%" PRIu32
 			      ",\"mmap_off\":%" PRIu64,
-			      b.page_id, b.length, b.mmap_off);
+			      b.page_id, (uint32_t)b.length, b.mmap_off);
+	if (b.kind == RSHARE_KIND_MR)
+		n += snprintf(json + n, sizeof(json) - (size_t)n,
+			      ",\"pd_handle\":%" PRIu32 ",\"pd_serial\":%" PRIu64
+			      ",\"addr\":\"0x%016" PRIx64 "\",\"length\":%" PRIu64
+			      ",\"lkey\":%" PRIu32 ",\"rkey\":%" PRIu32 ",\"access\":%" PRIu32,
+			      b.pd_handle, b.pd_serial, b.addr, b.length, b.lkey, b.rkey,
+			      b.access);
+	if (b.kind == RSHARE_KIND_DM)
+		n += snprintf(json + n, sizeof(json) - (size_t)n, ",\"length\":%" PRIu64,
+			      b.length);
 	n += snprintf(json + n, sizeof(json) - (size_t)n,
 		      ",\"private_len\":%u,\"size\":%zu}", b.priv_len, len);
 	RS_RETURN(rs_copy_str(json, (size_t)n, buf, cap, out_len));

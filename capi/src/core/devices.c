@@ -6,15 +6,11 @@
 
 #include "blob.h"
 #include "internal.h"
+#include "providers.h"
+#include "util/copyout.h"
 #include "util/error.h"
 #include "util/fdutil.h"
 
-/* Listing order: hardware first, then the simulated device. */
-static const struct rs_provider *const providers[] = {
-	&rs_hw_provider,
-	&rs_sim_provider,
-};
-#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
 #define MAX_LISTED 64
 
 /* The last scan, for rshare_devices_get(). */
@@ -28,9 +24,9 @@ static size_t scan_all(struct rs_devinfo *out, size_t cap)
 {
 	size_t total = 0;
 
-	for (size_t i = 0; i < NPROVIDERS; i++) {
+	for (size_t i = 0; i < RS_NPROVIDERS; i++) {
 		size_t n = 0;
-		if (providers[i]->list(out + total, cap - total, &n) != RSHARE_OK)
+		if (rs_providers[i]->list(out + total, cap - total, &n) != RSHARE_OK)
 			continue; /* a broken provider hides its devices only */
 		total += n < cap - total ? n : cap - total;
 	}
@@ -137,9 +133,9 @@ static int open_named(const char *name, void **out)
 {
 	struct rs_devinfo list[MAX_LISTED];
 
-	for (size_t p = 0; p < NPROVIDERS; p++) {
+	for (size_t p = 0; p < RS_NPROVIDERS; p++) {
 		size_t n = 0;
-		if (providers[p]->list(list, MAX_LISTED, &n) != RSHARE_OK)
+		if (rs_providers[p]->list(list, MAX_LISTED, &n) != RSHARE_OK)
 			continue;
 		for (size_t i = 0; i < n && i < MAX_LISTED; i++) {
 			struct rs_ctx ctx = { .fd = -1 };
@@ -147,10 +143,10 @@ static int open_named(const char *name, void **out)
 
 			if (strcmp(list[i].name, name) != 0)
 				continue;
-			status = providers[p]->open(name, &ctx);
+			status = rs_providers[p]->open(name, &ctx);
 			if (status)
 				return status;
-			ctx.ops = providers[p];
+			ctx.ops = rs_providers[p];
 			return publish_device(&ctx, out);
 		}
 	}
@@ -182,9 +178,9 @@ int rs_device_adopt(int fd, void **out)
 
 	/* A provider that recognises the fd gets it; anything else is for
 	 * rdma-core to accept or refuse. */
-	for (size_t p = 0; p < NPROVIDERS; p++) {
-		if (providers[p]->owns_fd(fd)) {
-			owner = providers[p];
+	for (size_t p = 0; p < RS_NPROVIDERS; p++) {
+		if (rs_providers[p]->owns_fd(fd)) {
+			owner = rs_providers[p];
 			break;
 		}
 	}
@@ -262,6 +258,35 @@ int rshare_device_provider(const rshare_device *dev, int *provider)
 	return RSHARE_OK;
 }
 
+int rshare_device_caps(const rshare_device *dev, uint32_t *caps)
+{
+	if (!caps)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "caps is NULL"));
+	WITH_DEVICE(dev, slot);
+	*caps = rs_ctx_caps(&slot->u.dev->ctx);
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rshare_device_native(const rshare_device *dev, void **ibv_context)
+{
+	struct rs_ctx *ctx;
+	int status = RSHARE_OK;
+
+	if (!ibv_context)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "ibv_context is NULL"));
+	WITH_DEVICE(dev, slot);
+	ctx = &slot->u.dev->ctx;
+	if (!(rs_ctx_caps(ctx) & RSHARE_CAP_NATIVE))
+		status = rs_fail(RSHARE_E_UNSUPPORTED, 0,
+				 "device %s (provider %s) has no native rdma-core context",
+				 ctx->name, ctx->ops->name);
+	else
+		*ibv_context = ctx->prov;
+	rs_unpin(slot);
+	RS_RETURN(status);
+}
+
 int rshare_device_close(rshare_device *dev)
 {
 	struct rs_slot *slot;
@@ -269,11 +294,11 @@ int rshare_device_close(rshare_device *dev)
 	uint64_t pins;
 	int status = rs_retire_if_idle(dev, RS_OBJ_DEVICE, &slot, &pins);
 
-	/* Every live PD and VAR of the device holds a pin on it, as does every
-	 * call on it in progress. */
+	/* Every live PD, VAR and DM of the device holds a pin on it (an MR
+	 * holds its PD), as does every call on it in progress. */
 	if (status == RSHARE_E_BUSY)
 		RS_RETURN(rs_fail(RSHARE_E_BUSY, 0,
-				  "%llu PD/VAR handle(s) or call(s) in progress are still live "
+				  "%llu PD/VAR/DM handle(s) or call(s) in progress are still live "
 				  "on this device; free or unimport them first",
 				  (unsigned long long)pins));
 	if (status)

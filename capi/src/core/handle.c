@@ -272,7 +272,7 @@ static struct rs_slot *lookup(const void *h, int kind, uint32_t *gen)
 
 static const char *kind_name(int kind)
 {
-	return kind == RS_OBJ_DEVICE ? "device" : kind == RS_OBJ_PD ? "PD" : "VAR";
+	return rs_obj_kind_name(kind);
 }
 
 static int stale(const void *h, int kind)

@@ -9,8 +9,10 @@
  *
  * A call pins the slot for its duration (one CAS); destroying an object
  * first marks the slot dying, which turns away new pins, then waits for the
- * in-flight ones to drain. A live PD or VAR holds a pin on its device for
- * its whole life, which is what keeps the device from closing under it.
+ * in-flight ones to drain. A live PD, VAR or DM holds a pin on its device
+ * for its whole life, which is what keeps the device from closing under it.
+ * An MR lives in its PD instead: it holds a count on the PD (rs_obj.users),
+ * which keeps the PD, and so the device, from going while the MR lives.
  * Slots live in chunks that are never freed, so a lookup can always read
  * the slot it names.
  */
@@ -25,17 +27,29 @@
 
 struct rs_blob;
 
-enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3 };
+/* Slot kinds (4 bits of a handle token). */
+enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3, RS_OBJ_MR = 4, RS_OBJ_DM = 5 };
+
+/* "device", "PD", "VAR", "MR", "DM": what a handle of slot kind k is. */
+static inline const char *rs_obj_kind_name(int k)
+{
+	static const char *const names[] = { "object", "device", "PD", "VAR", "MR", "DM" };
+	return k > 0 && k <= RS_OBJ_DM ? names[k] : names[0];
+}
 
 struct rs_device {
 	struct rs_ctx ctx;
 };
 
-/* A PD or a VAR as the core keeps it: the provider's view plus what the
- * core adds (its device, how it came here, the VAR page mapping). */
+/* A shared object as the core keeps it: the provider's view plus what the
+ * core adds (its device, its parent, how it came here, the VAR page
+ * mapping). */
 struct rs_obj {
 	struct rs_device *dev;
-	struct rs_slot *dev_slot; /* pinned by this object while it lives */
+	struct rs_slot *dev_slot; /* pinned by this object while it lives; NULL
+				   * for an MR, which lives in its parent */
+	struct rs_obj *parent;    /* an MR's PD (holding a users count), else NULL */
+	_Atomic uint32_t users;   /* objects living in this one (MRs on a PD) */
 	bool imported;
 	union {
 		struct rs_pd_info pd;
@@ -43,6 +57,8 @@ struct rs_obj {
 			struct rs_var_info info;
 			_Atomic(void *) addr; /* the mapped page, NULL if unmapped */
 		} var;
+		struct rs_mr_info mr;
+		struct rs_dm_info dm;
 	} u;
 };
 
@@ -54,7 +70,7 @@ struct rs_slot {
 	uint32_t index;             /* own position, fixed at creation */
 	union {
 		struct rs_device *dev; /* RS_OBJ_DEVICE */
-		struct rs_obj obj;     /* RS_OBJ_PD, RS_OBJ_VAR */
+		struct rs_obj obj;     /* RS_OBJ_PD, _VAR, _MR, _DM */
 	} u;
 };
 
@@ -90,28 +106,52 @@ int rs_test_slot_set_gen(const void *h, int kind, uint32_t gen);
 #endif
 
 /* What differs between the kinds of shared object in their common life
- * cycle (object.c): which provider calls release and destroy them, and
- * what must go first (the VAR's mapping). */
+ * cycle (object.c): where they live, which provider calls make, export,
+ * release and destroy them, and what must go first (the VAR's mapping).
+ * Adding a kind is one of these tables and its provider calls. */
 struct rs_obj_ops {
-	int slot_kind; /* RS_OBJ_PD or RS_OBJ_VAR */
-	int blob_kind; /* RSHARE_KIND_PD or RSHARE_KIND_VAR */
-	/* Provider calls. obj->dev is set; each initialises the rest of its
-	 * part of obj (the slot it is built in may hold an old object).
-	 * import takes the validated blob. */
-	int (*alloc)(struct rs_obj *obj, uint32_t flags);
+	int slot_kind;   /* RS_OBJ_PD, _VAR, _MR, _DM */
+	int blob_kind;   /* RSHARE_KIND_* */
+	int parent_kind; /* RS_OBJ_DEVICE, or RS_OBJ_PD for an MR */
+	/* Provider calls. obj->dev (and obj->parent) are set; each initialises
+	 * the rest of its part of obj (the slot it is built in may hold an old
+	 * object). alloc takes the kind's arguments, import the validated
+	 * blob. */
+	int (*alloc)(struct rs_obj *obj, const void *args);
 	int (*import)(struct rs_obj *obj, const struct rs_blob *b);
 	void (*unimport)(struct rs_obj *obj);
 	int (*destroy)(struct rs_obj *obj);
 	void (*unmap)(struct rs_obj *obj); /* may be NULL */
+	/* The blob's kind fields (the identity is filled already). */
+	int (*to_blob)(const struct rs_obj *obj, struct rs_blob *b);
+	uint32_t (*handle)(const struct rs_obj *obj);
+	void *(*native)(const struct rs_obj *obj);
 };
 
-/* Allocate, or import from a blob (validated here), a new object on dev. */
-int rs_obj_alloc(const void *dev, const struct rs_obj_ops *ops, uint32_t flags, void **out);
-int rs_obj_import(const void *dev, const struct rs_obj_ops *ops, const void *blob,
+/* Allocate (args: the kind's), or import from a blob (validated here), a
+ * new object in parent (a device, or a PD for an MR). */
+int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *args,
+		 void **out);
+int rs_obj_import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
 		  size_t len, void **out);
 /* unimport (destroy false) or free (destroy true) the object behind h. A
- * failed destroy leaves the handle live. */
+ * failed destroy leaves the handle live; so does an object with others
+ * living in it (RSHARE_E_BUSY). */
 int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy);
+/* The (buf, cap, len) blob of the object behind h. */
+int rs_obj_export(const void *h, const struct rs_obj_ops *ops, void *buf, size_t cap,
+		  size_t *len);
+/* The kernel handle, and the borrowed native object (RSHARE_E_UNSUPPORTED
+ * without RSHARE_CAP_NATIVE). */
+int rs_obj_handle(const void *h, const struct rs_obj_ops *ops, uint32_t *handle);
+int rs_obj_native(const void *h, const struct rs_obj_ops *ops, void **native);
+
+/* The device's capabilities: the provider's caps op, or what its table
+ * offers when it has none. */
+uint32_t rs_ctx_caps(struct rs_ctx *ctx);
+/* RSHARE_E_UNSUPPORTED: "device NAME (provider P) cannot WHAT" (a NULL
+ * provider op). */
+int rs_unsupported(const struct rs_ctx *ctx, const char *what);
 
 /* Adopt an already-duplicated context fd into a new device handle. The fd
  * is taken in every case: on failure it has been closed (once a provider

@@ -12,6 +12,17 @@ const char *rshare_version(void)
 		RS_STR(RSHARE_VERSION_PATCH);
 }
 
+int rshare_version_number(void)
+{
+	return RSHARE_VERSION_MAJOR * 10000 + RSHARE_VERSION_MINOR * 100 + RSHARE_VERSION_PATCH;
+}
+
+_Static_assert(RSHARE_VERSION_NUMBER == RSHARE_VERSION_MAJOR * 10000 +
+					       RSHARE_VERSION_MINOR * 100 + RSHARE_VERSION_PATCH,
+	       "RSHARE_VERSION_NUMBER must match the version macros");
+_Static_assert(RSHARE_HEADER_VERSION == RSHARE_VERSION_NUMBER,
+	       "the enum member must match the macro");
+
 const char *rshare_status_name(int status)
 {
 	return rs_status_name(status);

@@ -1,36 +1,82 @@
-/* The life cycle PDs and VARs share: making a provider object (allocated
- * or imported from a validated blob) a handle, and releasing it locally
- * (unimport) or for everyone (free). */
+/* The life cycle every shared object kind (PD, VAR, MR, DM) goes through:
+ * making a provider object (allocated or imported from a validated blob) a
+ * handle, exporting it, and releasing it locally (unimport) or for
+ * everyone (free). What differs per kind is its struct rs_obj_ops. */
 #include "blob.h"
 #include "internal.h"
+#include "util/copyout.h"
 #include "util/error.h"
 
-/* Start a new object: pin its device (the pin stays with the object for
- * its whole life) and reserve its slot, so the object is built in place
- * and publishing it is one store. */
-static int begin(const void *dev, bool imported, struct rs_slot **slot)
+uint32_t rs_ctx_caps(struct rs_ctx *ctx)
 {
-	struct rs_slot *dev_slot;
-	int status = rs_pin(dev, RS_OBJ_DEVICE, &dev_slot);
+	const struct rs_provider *p = ctx->ops;
+
+	if (p->caps)
+		return p->caps(ctx);
+	/* A provider without the caps op offers what its table has. */
+	return (p->pd_alloc ? (uint32_t)RSHARE_CAP_PD : 0) |
+	       (p->var_alloc ? (uint32_t)RSHARE_CAP_VAR : 0) |
+	       (p->mr_reg ? (uint32_t)RSHARE_CAP_MR : 0) |
+	       (p->dm_alloc ? (uint32_t)RSHARE_CAP_DM : 0);
+}
+
+int rs_unsupported(const struct rs_ctx *ctx, const char *what)
+{
+	return rs_fail(RSHARE_E_UNSUPPORTED, 0, "device %s (provider %s) cannot %s",
+		       ctx->name, ctx->ops->name, what);
+}
+
+/* Start a new object in its parent and reserve its slot, so the object is
+ * built in place and publishing it is one store. An object on a device
+ * keeps a pin on it for its whole life; an MR counts itself in its PD's
+ * users instead, taken while the PD is pinned, so a PD being released
+ * (which drains pins, then looks at users) always sees it. */
+static int begin(const void *parent, const struct rs_obj_ops *ops, bool imported,
+		 struct rs_slot **slot)
+{
+	struct rs_slot *pslot;
+	int status = rs_pin(parent, ops->parent_kind, &pslot);
 
 	if (status)
 		return status;
 	status = rs_slot_reserve(slot);
 	if (status) {
-		rs_unpin(dev_slot);
+		rs_unpin(pslot);
 		return status;
 	}
-	(*slot)->u.obj.dev = dev_slot->u.dev;
-	(*slot)->u.obj.dev_slot = dev_slot;
-	(*slot)->u.obj.imported = imported;
+	struct rs_obj *obj = &(*slot)->u.obj;
+
+	obj->imported = imported;
+	atomic_init(&obj->users, 0);
+	if (ops->parent_kind == RS_OBJ_DEVICE) {
+		obj->dev = pslot->u.dev;
+		obj->dev_slot = pslot; /* the pin stays */
+		obj->parent = NULL;
+	} else {
+		obj->dev = pslot->u.obj.dev;
+		obj->dev_slot = NULL;
+		obj->parent = &pslot->u.obj;
+		atomic_fetch_add(&obj->parent->users, 1);
+		rs_unpin(pslot);
+	}
 	return RSHARE_OK;
 }
 
-/* Publish the object built in slot, or give slot and device pin back. */
+/* Let go of what begin() took from the parent (read before the object's
+ * slot is given up). */
+static void leave_parent(struct rs_obj *parent, struct rs_slot *dev_slot)
+{
+	if (parent)
+		atomic_fetch_sub(&parent->users, 1);
+	else
+		rs_unpin(dev_slot); /* the device may close from here on */
+}
+
+/* Publish the object built in slot, or give slot and parent back. */
 static int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
 {
 	if (status) {
-		rs_unpin(slot->u.obj.dev_slot);
+		leave_parent(slot->u.obj.parent, slot->u.obj.dev_slot);
 		rs_slot_discard(slot);
 		return status;
 	}
@@ -38,20 +84,22 @@ static int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status
 	return RSHARE_OK;
 }
 
-int rs_obj_alloc(const void *dev, const struct rs_obj_ops *ops, uint32_t flags, void **out)
+int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *args,
+		 void **out)
 {
 	struct rs_slot *slot;
 	int status;
 
 	if (!out)
 		return rs_fail(RSHARE_E_INVAL, 0, "out is NULL");
-	status = begin(dev, false, &slot);
+	status = begin(parent, ops, false, &slot);
 	if (status)
 		return status;
-	return finish(slot, ops, ops->alloc(&slot->u.obj, flags), out);
+	status = ops->alloc(&slot->u.obj, args);
+	return finish(slot, ops, status, out);
 }
 
-int rs_obj_import(const void *dev, const struct rs_obj_ops *ops, const void *blob,
+int rs_obj_import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
 		  size_t len, void **out)
 {
 	struct rs_slot *slot;
@@ -61,7 +109,7 @@ int rs_obj_import(const void *dev, const struct rs_obj_ops *ops, const void *blo
 
 	if (!out)
 		return rs_fail(RSHARE_E_INVAL, 0, "out is NULL");
-	status = begin(dev, true, &slot);
+	status = begin(parent, ops, true, &slot);
 	if (status)
 		return status;
 	obj = &slot->u.obj;
@@ -76,12 +124,22 @@ int rs_obj_import(const void *dev, const struct rs_obj_ops *ops, const void *blo
 int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy)
 {
 	struct rs_slot *slot, *dev_slot;
-	struct rs_obj *obj;
+	struct rs_obj *obj, *parent;
+	uint32_t users;
 	int status = rs_retire_begin(h, ops->slot_kind, &slot);
 
 	if (status)
 		return status;
 	obj = &slot->u.obj;
+	/* No pin is left, so no new user can come: the count is final. */
+	users = atomic_load(&obj->users);
+	if (users) {
+		rs_retire_cancel(slot);
+		return rs_fail(RSHARE_E_BUSY, 0,
+			       "%u MR handle(s) of this process still live in this %s: "
+			       "deregister or unimport them first",
+			       users, rs_obj_kind_name(ops->slot_kind));
+	}
 	if (destroy) {
 		status = ops->destroy(obj);
 		if (status) {
@@ -93,8 +151,69 @@ int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy)
 		ops->unmap(obj);
 	if (!destroy)
 		ops->unimport(obj);
+	parent = obj->parent;
 	dev_slot = obj->dev_slot;
 	rs_retire_commit(slot);
-	rs_unpin(dev_slot); /* last: the device may close from here on */
+	leave_parent(parent, dev_slot); /* last: the parent may go from here on */
 	return RSHARE_OK;
+}
+
+int rs_obj_export(const void *h, const struct rs_obj_ops *ops, void *buf, size_t cap,
+		  size_t *len)
+{
+	uint8_t raw[RSHARE_BLOB_MAX];
+	struct rs_slot *slot;
+	struct rs_obj *obj;
+	struct rs_blob b;
+	int status;
+
+	if (!len)
+		return rs_fail(RSHARE_E_INVAL, 0, "len is NULL");
+	status = rs_pin(h, ops->slot_kind, &slot);
+	if (status)
+		return status;
+	obj = &slot->u.obj;
+	rs_blob_init(&b, ops->blob_kind, &obj->dev->ctx);
+	status = ops->to_blob(obj, &b);
+	rs_unpin(slot);
+	if (status)
+		return status;
+	return rs_copy_out(raw, rs_blob_encode(&b, raw), buf, cap, len);
+}
+
+int rs_obj_handle(const void *h, const struct rs_obj_ops *ops, uint32_t *handle)
+{
+	struct rs_slot *slot;
+	int status;
+
+	if (!handle)
+		return rs_fail(RSHARE_E_INVAL, 0, "handle is NULL");
+	status = rs_pin(h, ops->slot_kind, &slot);
+	if (status)
+		return status;
+	*handle = ops->handle(&slot->u.obj);
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rs_obj_native(const void *h, const struct rs_obj_ops *ops, void **native)
+{
+	struct rs_slot *slot;
+	struct rs_obj *obj;
+	int status;
+
+	if (!native)
+		return rs_fail(RSHARE_E_INVAL, 0, "native is NULL");
+	status = rs_pin(h, ops->slot_kind, &slot);
+	if (status)
+		return status;
+	obj = &slot->u.obj;
+	if (!(rs_ctx_caps(&obj->dev->ctx) & RSHARE_CAP_NATIVE))
+		status = rs_fail(RSHARE_E_UNSUPPORTED, 0,
+				 "device %s (provider %s) has no native rdma-core objects",
+				 obj->dev->ctx.name, obj->dev->ctx.ops->name);
+	else
+		*native = ops->native(obj);
+	rs_unpin(slot);
+	return status;
 }

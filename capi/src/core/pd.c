@@ -4,9 +4,9 @@
 #include "internal.h"
 #include "util/error.h"
 
-static int pd_alloc(struct rs_obj *obj, uint32_t flags)
+static int pd_alloc(struct rs_obj *obj, const void *args)
 {
-	(void)flags;
+	(void)args;
 	obj->u.pd = (struct rs_pd_info){ 0 };
 	return obj->dev->ctx.ops->pd_alloc(&obj->dev->ctx, &obj->u.pd);
 }
@@ -27,33 +27,38 @@ static int pd_destroy(struct rs_obj *obj)
 	return obj->dev->ctx.ops->pd_dealloc(&obj->dev->ctx, &obj->u.pd);
 }
 
+static int pd_to_blob(const struct rs_obj *obj, struct rs_blob *b)
+{
+	b->handle = obj->u.pd.handle;
+	b->serial = obj->u.pd.serial;
+	return RSHARE_OK;
+}
+
+static uint32_t pd_handle(const struct rs_obj *obj)
+{
+	return obj->u.pd.handle;
+}
+
+static void *pd_native(const struct rs_obj *obj)
+{
+	return obj->u.pd.prov;
+}
+
 static const struct rs_obj_ops pd_ops = {
-	.slot_kind = RS_OBJ_PD, .blob_kind = RSHARE_KIND_PD, .alloc = pd_alloc,
-	.import = pd_import, .unimport = pd_unimport, .destroy = pd_destroy,
+	.slot_kind = RS_OBJ_PD, .blob_kind = RSHARE_KIND_PD, .parent_kind = RS_OBJ_DEVICE,
+	.alloc = pd_alloc, .import = pd_import, .unimport = pd_unimport,
+	.destroy = pd_destroy, .to_blob = pd_to_blob, .handle = pd_handle,
+	.native = pd_native,
 };
 
 int rshare_pd_alloc(rshare_device *dev, rshare_pd **out)
 {
-	RS_RETURN(rs_obj_alloc(dev, &pd_ops, 0, (void **)out));
+	RS_RETURN(rs_obj_alloc(dev, &pd_ops, NULL, (void **)out));
 }
 
 int rshare_pd_export(const rshare_pd *pd, void *buf, size_t cap, size_t *len)
 {
-	uint8_t raw[RSHARE_BLOB_MAX];
-	struct rs_blob b;
-	struct rs_slot *slot;
-	int status;
-
-	if (!len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "len is NULL"));
-	status = rs_pin(pd, RS_OBJ_PD, &slot);
-	if (status)
-		RS_RETURN(status);
-	rs_blob_init(&b, RSHARE_KIND_PD, &slot->u.obj.dev->ctx);
-	b.handle = slot->u.obj.u.pd.handle;
-	b.serial = slot->u.obj.u.pd.serial;
-	rs_unpin(slot);
-	RS_RETURN(rs_copy_out(raw, rs_blob_encode(&b, raw), buf, cap, len));
+	RS_RETURN(rs_obj_export(pd, &pd_ops, buf, cap, len));
 }
 
 int rshare_pd_import(rshare_device *dev, const void *blob, size_t len, rshare_pd **out)
@@ -73,15 +78,10 @@ int rshare_pd_free(rshare_pd *pd)
 
 int rshare_pd_handle(const rshare_pd *pd, uint32_t *handle)
 {
-	struct rs_slot *slot;
-	int status;
+	RS_RETURN(rs_obj_handle(pd, &pd_ops, handle));
+}
 
-	if (!handle)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "handle is NULL"));
-	status = rs_pin(pd, RS_OBJ_PD, &slot);
-	if (status)
-		RS_RETURN(status);
-	*handle = slot->u.obj.u.pd.handle;
-	rs_unpin(slot);
-	return RSHARE_OK;
+int rshare_pd_native(const rshare_pd *pd, void **ibv_pd)
+{
+	RS_RETURN(rs_obj_native(pd, &pd_ops, ibv_pd));
 }

@@ -7,11 +7,12 @@
 #include "internal.h"
 #include "util/error.h"
 
-static int var_alloc(struct rs_obj *obj, uint32_t flags)
+static int var_alloc(struct rs_obj *obj, const void *args)
 {
 	memset(&obj->u.var.info, 0, sizeof(obj->u.var.info));
 	atomic_init(&obj->u.var.addr, NULL);
-	return obj->dev->ctx.ops->var_alloc(&obj->dev->ctx, flags, &obj->u.var.info);
+	return obj->dev->ctx.ops->var_alloc(&obj->dev->ctx, *(const uint32_t *)args,
+					    &obj->u.var.info);
 }
 
 static int var_import(struct rs_obj *obj, const struct rs_blob *b)
@@ -40,10 +41,33 @@ static void var_unmap(struct rs_obj *obj)
 		munmap(addr, obj->u.var.info.length);
 }
 
+/* The provider adds what its importer needs (hardware: the rdma-core
+ * export record) to a copy; the object itself is not changed. */
+static int var_to_blob(const struct rs_obj *obj, struct rs_blob *b)
+{
+	struct rs_var_info info = obj->u.var.info;
+	int status = obj->dev->ctx.ops->var_export(&obj->dev->ctx, &info);
+
+	if (!status)
+		rs_blob_from_var(b, &obj->dev->ctx, &info);
+	return status;
+}
+
+static uint32_t var_handle(const struct rs_obj *obj)
+{
+	return obj->u.var.info.handle;
+}
+
+static void *var_native(const struct rs_obj *obj)
+{
+	return obj->u.var.info.prov;
+}
+
 static const struct rs_obj_ops var_ops = {
-	.slot_kind = RS_OBJ_VAR, .blob_kind = RSHARE_KIND_VAR, .alloc = var_alloc,
-	.import = var_import, .unimport = var_unimport, .destroy = var_destroy,
-	.unmap = var_unmap,
+	.slot_kind = RS_OBJ_VAR, .blob_kind = RSHARE_KIND_VAR, .parent_kind = RS_OBJ_DEVICE,
+	.alloc = var_alloc, .import = var_import, .unimport = var_unimport,
+	.destroy = var_destroy, .unmap = var_unmap, .to_blob = var_to_blob,
+	.handle = var_handle, .native = var_native,
 };
 
 int rshare_var_alloc(rshare_device *dev, uint32_t flags, rshare_var **out)
@@ -51,32 +75,12 @@ int rshare_var_alloc(rshare_device *dev, uint32_t flags, rshare_var **out)
 	if (flags & ~(uint32_t)RSHARE_VAR_FLAG_TLP)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "unknown VAR flags 0x%x",
 				  flags & ~(uint32_t)RSHARE_VAR_FLAG_TLP));
-	RS_RETURN(rs_obj_alloc(dev, &var_ops, flags, (void **)out));
+	RS_RETURN(rs_obj_alloc(dev, &var_ops, &flags, (void **)out));
 }
 
 int rshare_var_export(const rshare_var *var, void *buf, size_t cap, size_t *len)
 {
-	uint8_t raw[RSHARE_BLOB_MAX];
-	struct rs_var_info info;
-	struct rs_slot *slot;
-	struct rs_obj *obj;
-	struct rs_blob b;
-	int status;
-
-	if (!len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "len is NULL"));
-	status = rs_pin(var, RS_OBJ_VAR, &slot);
-	if (status)
-		RS_RETURN(status);
-	obj = &slot->u.obj;
-	info = obj->u.var.info;
-	status = obj->dev->ctx.ops->var_export(&obj->dev->ctx, &info);
-	if (!status)
-		rs_blob_from_var(&b, &obj->dev->ctx, &info);
-	rs_unpin(slot);
-	if (status)
-		RS_RETURN(status);
-	RS_RETURN(rs_copy_out(raw, rs_blob_encode(&b, raw), buf, cap, len));
+	RS_RETURN(rs_obj_export(var, &var_ops, buf, cap, len));
 }
 
 int rshare_var_import(rshare_device *dev, const void *blob, size_t len, rshare_var **out)
@@ -92,6 +96,16 @@ int rshare_var_unimport(rshare_var *var)
 int rshare_var_free(rshare_var *var)
 {
 	RS_RETURN(rs_obj_release(var, &var_ops, true));
+}
+
+int rshare_var_handle(const rshare_var *var, uint32_t *handle)
+{
+	RS_RETURN(rs_obj_handle(var, &var_ops, handle));
+}
+
+int rshare_var_native(const rshare_var *var, void **mlx5dv_var)
+{
+	RS_RETURN(rs_obj_native(var, &var_ops, mlx5dv_var));
 }
 
 int rshare_var_attrs(const rshare_var *var, uint32_t *page_id, uint32_t *length,
