@@ -80,7 +80,7 @@ done
 sort "$tmp/union" >"$tmp/union.sorted"
 list "$tmp/all" >"$tmp/all.files"
 if ! cmp -s "$tmp/union.sorted" "$tmp/all.files"; then
-	fail "files of no component (or of two):"
+	fail "files of no install component (give their install() rule COMPONENT lib, dev, bin, python or lua), or of two:"
 	diff "$tmp/union.sorted" "$tmp/all.files" >&2 || true
 fi
 # The library component alone is enough to run a program built elsewhere.
