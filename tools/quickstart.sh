@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 # Debian packages the build and the tests use (see README.md).
-PACKAGES="build-essential cmake pkg-config
+PACKAGES="build-essential cmake pkg-config man-db
   libibverbs-dev libffi-dev
   swig python3 python3-dev python3-pytest python3-cffi
   lua5.4 liblua5.4-dev luajit
