@@ -152,8 +152,13 @@ int main(int argc, char **argv)
 		case_var_no_kernel_support(&t);
 		case_disassociated(&t);
 		case_handles_lowest_free(&t);
-		if (t.var_sharing)
+		case_pd_handle_reused(&t);
+		case_table_identity(&t);
+		if (t.var_sharing) {
 			case_var_pages_device_wide(&t);
+			case_var_stale(&t);
+			case_var_unimport_once(&t);
+		}
 	}
 	if (t.var_sharing)
 		case_var_local(&t);

@@ -54,6 +54,12 @@ void case_disassociated(const struct hw_target *t);
 void case_var_pages_device_wide(const struct hw_target *t);
 void case_handles_lowest_free(const struct hw_target *t);
 
+/* hw_identity_cases.c: handle reuse, table identity, stale VARs */
+void case_pd_handle_reused(const struct hw_target *t);
+void case_table_identity(const struct hw_target *t);
+void case_var_stale(const struct hw_target *t);
+void case_var_unimport_once(const struct hw_target *t);
+
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);
 int child_share(int sock);

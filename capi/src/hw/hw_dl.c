@@ -40,6 +40,9 @@ static const struct sym mlx5_required[] = {
 	SYM(alloc_var, "mlx5dv_alloc_var", "MLX5_1.12"),
 	SYM(free_var, "mlx5dv_free_var", "MLX5_1.12"),
 };
+static const struct sym mlx5_obj[] = {
+	SYM(init_obj, "mlx5dv_init_obj", "MLX5_1.2"),
+};
 static const struct sym mlx5_export[] = {
 	SYM(var_export, "mlx5dv_var_export", "MLX5_1.27"),
 	SYM(var_import, "mlx5dv_var_import", "MLX5_1.27"),
@@ -103,6 +106,7 @@ static void load_mlx5(void)
 		return; /* kept loaded: unloading a library is never worth the risk */
 	}
 	verbs.mlx5_ok = true;
+	resolve(lib, mlx5_obj, NSYMS(mlx5_obj));
 	miss = resolve(lib, mlx5_export, NSYMS(mlx5_export));
 	verbs.export_ok = !miss;
 	verbs.export_missing = miss ? miss->name : NULL;

@@ -2,6 +2,7 @@
 #ifndef RSHARE_HW_INTERNAL_H
 #define RSHARE_HW_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "hw/hw_dl.h"
@@ -23,11 +24,58 @@ int rs_hw_lookup_status(int err);
 int rs_hw_fail(int err, bool lookup, const char *lacks, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* A VAR this context has seen (allocated or imported), by its offset: the
+ * page that lives there as far as this context knows. */
+struct rs_hw_seen {
+	uint64_t mmap_off;
+	uint32_t page_id;
+	bool live;  /* false: this context freed it, nothing seen there since */
+	bool used;
+};
+#define RS_HW_SEEN_MAX 64
+
+/* What the hardware provider keeps per context (rs_ctx.prov). */
+struct rs_hw_ctx {
+	struct ibv_context *ib;
+	struct ibv_pd *sentinel; /* the table's identity PD, if this context made it */
+	bool mlx5;               /* an mlx5 device, with libmlx5 loaded */
+	pthread_mutex_t lock;    /* guards seen */
+	struct rs_hw_seen seen[RS_HW_SEEN_MAX];
+};
+
 /* The ibv_context behind an rs_ctx of this provider. */
 static inline struct ibv_context *rs_hw_ibctx(const struct rs_ctx *ctx)
 {
+	return ((struct rs_hw_ctx *)ctx->prov)->ib;
+}
+
+static inline struct rs_hw_ctx *rs_hw_ctx(const struct rs_ctx *ctx)
+{
 	return ctx->prov;
 }
+
+/* hw_identity.c: what can be verified about objects on hardware. */
+
+/* The mlx5 PD number of pd (mlx5dv_init_obj, MLX5_1.2); false when it
+ * cannot be known (not mlx5, or libmlx5 lacks the call). */
+bool rs_hw_pdn(const struct rs_ctx *ctx, struct ibv_pd *pd, uint32_t *pdn);
+/* The table id of a context just opened (allocates the sentinel PD) or
+ * imported (reads the sentinel: one ibv_import_pd + unimport). Sets
+ * ctx->table_id, 0 when it cannot be known. Never fails. */
+void rs_hw_table_open(struct rs_ctx *ctx);
+void rs_hw_table_import(struct rs_ctx *ctx);
+/* Release the sentinel's local state (the kernel object stays with the
+ * ufile, for every other context that shares it). */
+void rs_hw_table_close(struct rs_ctx *ctx);
+
+/* VARs this context has seen; check refuses (NOT_FOUND) a blob naming a
+ * VAR this context knows to be gone or replaced at that offset. */
+void rs_hw_seen_live(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_id);
+void rs_hw_seen_freed(const struct rs_ctx *ctx, uint64_t mmap_off);
+int rs_hw_seen_check(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_id);
+/* Does the VAR's offset still map? 0, or the errno of the failed mmap
+ * (EINVAL: the kernel has no such entry: the VAR was destroyed). */
+int rs_hw_var_probe(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t length);
 
 int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var);
 int rs_hw_var_export(struct rs_ctx *ctx, struct rs_var_info *var);

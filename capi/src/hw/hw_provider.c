@@ -3,16 +3,18 @@
  * at run time by hw_dl.c. Device contexts and PDs live here, VARs (libmlx5)
  * in hw_var.c.
  *
- * Identity: a device is its node GUID. rdma-core cannot name the kernel
- * object table (the ufile) behind a context, so table_id and serials are 0
- * and a blob is checked against the GUID only; the kernel then decides
- * whether the handle exists in the importing context's table.
+ * Identity: a device is its node GUID (rdma-core itself found the device
+ * behind an imported fd by its st_rdev). The object table gets an id from
+ * a sentinel PD, and a PD's serial is its mlx5 PD number + 1, compared
+ * after every import (hw_identity.c); on devices other than mlx5 both are 0
+ * and the kernel alone decides whether a handle names an object.
  */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -56,16 +58,34 @@ static int hw_list(struct rs_devinfo *out, size_t cap, size_t *count)
 	return RSHARE_OK;
 }
 
-/* Describe an opened or imported context; ctx->prov becomes ibctx. */
-static void fill_ctx(struct rs_ctx *ctx, struct ibv_context *ibctx)
+/* Describe an opened or imported context; ctx->prov becomes its rs_hw_ctx.
+ * Only fails for lack of memory, and then touches nothing. */
+static int fill_ctx(struct rs_ctx *ctx, struct ibv_context *ibctx)
 {
 	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct rs_hw_ctx *hw = calloc(1, sizeof(*hw));
 
+	if (!hw)
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "no memory for a context of %s",
+			       v->get_device_name(ibctx->device));
+	hw->ib = ibctx;
+	hw->mlx5 = v->mlx5_ok && v->is_supported(ibctx->device);
+	pthread_mutex_init(&hw->lock, NULL);
 	ctx->fd = ibctx->cmd_fd;
 	ctx->guid = be64toh(v->get_device_guid(ibctx->device));
-	ctx->table_id = 0; /* the ufile's identity is not visible from user space */
+	ctx->table_id = 0; /* set by rs_hw_table_open/import */
 	copy_name(ctx->name, v->get_device_name(ibctx->device));
-	ctx->prov = ibctx;
+	ctx->prov = hw;
+	return RSHARE_OK;
+}
+
+static void free_ctx(struct rs_ctx *ctx)
+{
+	struct rs_hw_ctx *hw = rs_hw_ctx(ctx);
+
+	pthread_mutex_destroy(&hw->lock);
+	free(hw);
+	ctx->prov = NULL;
 }
 
 static int hw_open(const char *name, struct rs_ctx *ctx)
@@ -98,7 +118,11 @@ static int hw_open(const char *name, struct rs_ctx *ctx)
 		return rs_fail(RSHARE_E_NODEV, 0, "no RDMA device named \"%s\"", name);
 	if (!ibctx)
 		return rs_hw_fail(err, false, NULL, "ibv_open_device(%s) failed", name);
-	fill_ctx(ctx, ibctx);
+	if (fill_ctx(ctx, ibctx)) {
+		v->close_device(ibctx);
+		return RSHARE_E_NOMEM;
+	}
+	rs_hw_table_open(ctx);
 	return RSHARE_OK;
 }
 
@@ -171,9 +195,13 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 				       "context: ibv_import_device refused it", fd);
 		return rs_hw_fail(err, false, NULL, "ibv_import_device(fd %d) failed", fd);
 	}
+	if (fill_ctx(ctx, ibctx)) {
+		v->close_device(ibctx); /* closes `mine`; fd stays the caller's */
+		return RSHARE_E_NOMEM;
+	}
 	/* The context owns `mine`; the provider contract gives it fd too. */
 	rs_close_quietly(fd);
-	fill_ctx(ctx, ibctx);
+	rs_hw_table_import(ctx);
 	return RSHARE_OK;
 }
 
@@ -181,9 +209,22 @@ static void hw_close(struct rs_ctx *ctx)
 {
 	/* Closes the command fd as well; objects live on in other processes
 	 * that share the context, as the kernel keeps the ufile. */
-	rs_hw_verbs()->close_device(rs_hw_ibctx(ctx));
-	ctx->prov = NULL;
+	struct ibv_context *ib = rs_hw_ibctx(ctx);
+
+	rs_hw_table_close(ctx);
+	free_ctx(ctx);
+	rs_hw_verbs()->close_device(ib);
 	ctx->fd = -1;
+}
+
+/* A PD's serial on hardware: its mlx5 PD number + 1 (0: cannot be known).
+ * The kernel hands PD numbers out device-wide, so a handle reused for
+ * another PD usually comes with another number. */
+static uint64_t pd_serial(const struct rs_ctx *ctx, struct ibv_pd *pd)
+{
+	uint32_t pdn;
+
+	return rs_hw_pdn(ctx, pd, &pdn) ? (uint64_t)pdn + 1 : 0;
 }
 
 static int hw_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
@@ -198,7 +239,7 @@ static int hw_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 		return rs_hw_fail(err, false, NULL, "ibv_alloc_pd on %s failed", ctx->name);
 	}
 	pd->handle = ibpd->handle;
-	pd->serial = 0;
+	pd->serial = pd_serial(ctx, ibpd);
 	pd->prov = ibpd;
 	return RSHARE_OK;
 }
@@ -220,6 +261,26 @@ static int hw_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd)
 		return rs_hw_fail(err, true, "PD import (the PD query method)",
 				  "ibv_import_pd(handle %u) on %s failed", pd->handle,
 				  ctx->name);
+	}
+	/* The kernel found a PD under the handle; is it the blob's? */
+	if (pd->serial) {
+		uint64_t got = pd_serial(ctx, ibpd);
+
+		if (got != pd->serial) {
+			v->unimport_pd(ibpd);
+			if (!got)
+				return rs_fail(RSHARE_E_NOT_FOUND, 0,
+					       "PD handle %u on %s: its PD number cannot be "
+					       "read back (mlx5dv_init_obj), so the PD the blob "
+					       "names (number %llu) cannot be told from another",
+					       pd->handle, ctx->name,
+					       (unsigned long long)pd->serial - 1);
+			return rs_fail(RSHARE_E_NOT_FOUND, 0,
+				       "PD handle %u on %s now names PD number %llu, the blob's "
+				       "was %llu: that PD was freed and its handle reused",
+				       pd->handle, ctx->name, (unsigned long long)got - 1,
+				       (unsigned long long)pd->serial - 1);
+		}
 	}
 	pd->prov = ibpd;
 	return RSHARE_OK;

@@ -63,6 +63,39 @@ static void fill_attrs(struct rs_var_info *var, const struct mlx5dv_var *dv)
 	var->mmap_off = (uint64_t)dv->mmap_off;
 }
 
+/*
+ * Is the VAR the blob (or handle) names still the one at its offset? What
+ * can be known without a kernel VAR query: this context's own record of
+ * the VARs it has seen there, then the kernel's mmap entry (a destroyed
+ * VAR's offset answers EINVAL). A VAR freed elsewhere whose offset and page
+ * were then handed to a new VAR cannot be told apart from it.
+ */
+static int check_alive(const struct rs_ctx *ctx, const struct rs_var_info *var,
+		       const char *what)
+{
+	int err;
+
+	if (rs_hw_seen_check(ctx, var->mmap_off, var->page_id))
+		return rs_fail(RSHARE_E_NOT_FOUND, 0,
+			       "cannot %s VAR page %u at offset 0x%llx on %s: this context "
+			       "has seen it freed or replaced by another VAR there",
+			       what, var->page_id, (unsigned long long)var->mmap_off,
+			       ctx->name);
+	err = rs_hw_var_probe(ctx, var->mmap_off, var->length);
+	if (err == EINVAL)
+		return rs_fail(RSHARE_E_NOT_FOUND, err,
+			       "cannot %s VAR page %u on %s: the kernel has no mapping at "
+			       "offset 0x%llx any more, so the VAR was freed%s", what,
+			       var->page_id, ctx->name, (unsigned long long)var->mmap_off,
+			       strcmp(what, "free") == 0
+				       ? " (by another process?); unimport it instead" : "");
+	if (err)
+		return rs_hw_fail(err, false, NULL,
+				  "cannot %s VAR page %u on %s: its page does not map", what,
+				  var->page_id, ctx->name);
+	return RSHARE_OK;
+}
+
 int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
 {
 	struct mlx5dv_var *dv;
@@ -90,6 +123,7 @@ int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
 	fill_attrs(var, dv);
 	var->priv_len = 0;
 	var->prov = dv;
+	rs_hw_seen_live(ctx, var->mmap_off, var->page_id);
 	return RSHARE_OK;
 }
 
@@ -146,6 +180,13 @@ int rs_hw_var_import(struct rs_ctx *ctx, struct rs_var_info *var)
 			       (unsigned long long)var->mmap_off, got.page_id,
 			       got.length, (unsigned long long)got.mmap_off);
 	}
+	/* mlx5dv_var_import() took the record on trust; check what can be. */
+	status = check_alive(ctx, var, "import");
+	if (status) {
+		v->var_unimport(dv);
+		return status;
+	}
+	rs_hw_seen_live(ctx, var->mmap_off, var->page_id);
 	var->prov = dv;
 	return RSHARE_OK;
 }
@@ -165,10 +206,17 @@ void rs_hw_var_unimport(struct rs_ctx *ctx, struct rs_var_info *var)
 
 int rs_hw_var_free(struct rs_ctx *ctx, struct rs_var_info *var)
 {
-	(void)ctx;
-	/* mlx5dv_free_var reports nothing: a VAR destroyed meanwhile by another
-	 * process cannot be told apart here. */
+	/* _mlx5dv_free_var() asserts that the destroy succeeds: a VAR that is
+	 * already gone (freed by another process, or the device removed) would
+	 * abort the whole process. So first make sure it is still there; only
+	 * a destroy racing with this one in another process can still get
+	 * past (docs/hardware.md). */
+	int status = check_alive(ctx, var, "free");
+
+	if (status)
+		return status;
 	rs_hw_verbs()->free_var(var->prov);
+	rs_hw_seen_freed(ctx, var->mmap_off);
 	var->prov = NULL;
 	return RSHARE_OK;
 }

@@ -1,0 +1,186 @@
+/*
+ * Identity on the hardware path: a reused PD handle, a blob of another
+ * context on the same device and a stale VAR blob are refused; rdma-core's
+ * assert in _mlx5dv_free_var and its double free in mlx5dv_var_unimport are
+ * out of reach.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "hw_suite.h"
+
+static rshare_device *open_dev(const char *name)
+{
+	rshare_device *dev = NULL;
+
+	REQUIRE_OK(rshare_device_open(name, &dev));
+	return dev;
+}
+
+static rshare_device *import_dev(rshare_device *from)
+{
+	rshare_device *dev = NULL;
+	int fd;
+
+	REQUIRE_OK(rshare_device_fd(from, &fd));
+	REQUIRE_OK(rshare_device_import(fd, &dev));
+	return dev;
+}
+
+void case_pd_handle_reused(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *c = open_dev(t->name), *b = import_dev(a);
+	rshare_pd *pd1, *pdc, *pd2, *wrong = NULL;
+	uint32_t h1, h2;
+	size_t len;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd1));
+	REQUIRE_OK(rshare_pd_export(pd1, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_pd_handle(pd1, &h1));
+	CHECK_OK(rshare_pd_free(pd1));
+	/* Another context of the device takes the freed PD number; the next
+	 * PD of a's table takes the freed handle, with another number. */
+	REQUIRE_OK(rshare_pd_alloc(c, &pdc));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd2));
+	CHECK_OK(rshare_pd_handle(pd2, &h2));
+	CHECK(h2 == h1);
+	CHECK_ST(rshare_pd_import(b, blob, len, &wrong), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("handle reused");
+	CHECK(wrong == NULL);
+	CHECK_ST(rshare_pd_import(a, blob, len, &wrong), RSHARE_E_NOT_FOUND);
+	CHECK(wrong == NULL);
+	CHECK_OK(rshare_pd_free(pd2));
+	CHECK_OK(rshare_pd_free(pdc));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_table_identity(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX], blob_b[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *c = open_dev(t->name), *b = import_dev(a);
+	rshare_pd *pd, *pdb, *copy = NULL, *wrong = NULL;
+	size_t len, len_b;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	/* Same device, another context: its handles mean other objects. */
+	CHECK_ST(rshare_pd_import(c, blob, len, &wrong), RSHARE_E_DEVICE_MISMATCH);
+	CHECK_MSG("object table");
+	CHECK(wrong == NULL);
+	/* A context imported from a's fd shares a's table, both ways. */
+	CHECK_OK(rshare_pd_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_pd_alloc(b, &pdb));
+	REQUIRE_OK(rshare_pd_export(pdb, blob_b, sizeof(blob_b), &len_b));
+	CHECK(memcmp(blob + 24, blob_b + 24, 8) == 0); /* one table id */
+	CHECK_OK(rshare_pd_import(a, blob_b, len_b, &wrong));
+	CHECK_OK(rshare_pd_unimport(wrong));
+	CHECK_ST(rshare_pd_import(c, blob_b, len_b, &wrong), RSHARE_E_DEVICE_MISMATCH);
+	CHECK_OK(rshare_pd_free(pdb));
+	CHECK_OK(rshare_pd_unimport(copy));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_var_stale(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *b = import_dev(a), *d;
+	rshare_var *va, *copy = NULL, *again = NULL;
+	size_t len;
+
+	/* Freed by another context: the owner's free is refused (upstream
+	 * would abort the process in _mlx5dv_free_var), and so is the blob. */
+	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+	REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_var_import(b, blob, len, &copy));
+	CHECK_OK(rshare_var_free(copy));
+	CHECK_ST(rshare_var_free(va), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("unimport it instead");
+	CHECK_ST(rshare_var_import(b, blob, len, &again), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("seen it freed");
+	/* A context that never saw it asks the kernel: the offset is gone. */
+	d = import_dev(a);
+	CHECK_ST(rshare_var_import(d, blob, len, &again), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("VAR was freed");
+	CHECK(again == NULL);
+	CHECK_OK(rshare_device_close(d));
+	CHECK_OK(rshare_var_unimport(va));
+
+	/* Freed here: this context knows the blob is stale. */
+	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+	REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_var_free(va));
+	CHECK_ST(rshare_var_import(a, blob, len, &again), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("seen it freed");
+	CHECK(again == NULL);
+
+	/* A removed device: freeing would abort in rdma-core; refused. */
+	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+	setenv("STANDIN_DISASSOCIATED", "1", 1);
+	CHECK_ST(rshare_var_free(va), RSHARE_E_IO);
+	CHECK_MSG("removed or reset");
+	unsetenv("STANDIN_DISASSOCIATED");
+	CHECK_OK(rshare_var_free(va));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+struct race {
+	rshare_var *var;
+	pthread_barrier_t *go;
+	int status;
+};
+
+static void *unimport_racer(void *arg)
+{
+	struct race *r = arg;
+
+	pthread_barrier_wait(r->go);
+	r->status = rshare_var_unimport(r->var);
+	return NULL;
+}
+
+void case_var_unimport_once(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *b = import_dev(a);
+	rshare_var *va, *copy;
+	pthread_barrier_t go;
+	pthread_t th[2];
+	struct race r[2];
+	size_t len;
+
+	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+	REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
+	/* In turn: the second is refused, not a second mlx5dv_var_unimport. */
+	REQUIRE_OK(rshare_var_import(b, blob, len, &copy));
+	CHECK_OK(rshare_var_unimport(copy));
+	CHECK_ST(rshare_var_unimport(copy), RSHARE_E_STALE);
+	CHECK_ST(rshare_var_free(copy), RSHARE_E_STALE);
+	/* At once, from two threads: exactly one gets through. */
+	for (int round = 0; round < 20; round++) {
+		REQUIRE_OK(rshare_var_import(b, blob, len, &copy));
+		pthread_barrier_init(&go, NULL, 2);
+		for (int i = 0; i < 2; i++) {
+			r[i] = (struct race){ copy, &go, -1 };
+			REQUIRE(pthread_create(&th[i], NULL, unimport_racer, &r[i]) == 0);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&go);
+		CHECK((r[0].status == RSHARE_OK) + (r[1].status == RSHARE_OK) == 1);
+		CHECK(r[0].status == RSHARE_E_STALE || r[1].status == RSHARE_E_STALE);
+	}
+	CHECK_OK(rshare_var_free(va));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
