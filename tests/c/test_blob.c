@@ -1,7 +1,9 @@
 /*
  * The blob parser against hostile input: every truncation and every
- * single-bit flip of valid PD and VAR blobs is refused with the matching
- * status, and never read past len (ASan watches the copies made here).
+ * single-bit flip of valid PD, VAR, MR and DM blobs is refused with the
+ * matching status, and never read past len (ASan watches the copies made
+ * here). MR and DM blobs are exported where sim0 has them, else built here
+ * byte by byte (the parser does not care who made them).
  */
 #include <stdint.h>
 
@@ -12,16 +14,29 @@ static int refused(int st)
 	return st == RSHARE_E_BLOB_CORRUPT || st == RSHARE_E_BLOB_VERSION;
 }
 
+/* The import call of the blob's kind (an MR imports into pd). */
+static int import(rshare_device *dev, rshare_pd *pd, int kind, const void *b, size_t len)
+{
+	void *h;
+
+	switch (kind) {
+	case RSHARE_KIND_PD: return rshare_pd_import(dev, b, len, (rshare_pd **)&h);
+	case RSHARE_KIND_VAR: return rshare_var_import(dev, b, len, (rshare_var **)&h);
+	case RSHARE_KIND_MR: return rshare_mr_import(pd, b, len, (rshare_mr **)&h);
+	default: return rshare_dm_import(dev, b, len, (rshare_dm **)&h);
+	}
+}
+
 /* Every prefix and every bit flip of blob: all refused by every parser
  * entry point, and the import paths stay refusing too. */
-static void battery(rshare_device *dev, const unsigned char *blob, size_t len, int is_pd)
+static void battery(rshare_device *dev, rshare_pd *target, const unsigned char *blob,
+		    size_t len, int blob_kind)
 {
 	unsigned char copy[RSHARE_BLOB_MAX];
 	char out[512];
 	size_t n;
+	uint64_t v;
 	int kind, flips = 0, version_flips = 0;
-	rshare_pd *pd;
-	rshare_var *var;
 
 	for (size_t cut = 0; cut < len; cut++) {
 		/* An exact-size heap copy: any read past cut is an ASan error. */
@@ -30,10 +45,8 @@ static void battery(rshare_device *dev, const unsigned char *blob, size_t len, i
 		CHECK_ST(rshare_blob_kind(p, cut, &kind), RSHARE_E_BLOB_CORRUPT);
 		CHECK_ST(rshare_blob_describe(p, cut, out, sizeof(out), &n),
 			 RSHARE_E_BLOB_CORRUPT);
-		if (is_pd)
-			CHECK_ST(rshare_pd_import(dev, p, cut, &pd), RSHARE_E_BLOB_CORRUPT);
-		else
-			CHECK_ST(rshare_var_import(dev, p, cut, &var), RSHARE_E_BLOB_CORRUPT);
+		CHECK_ST(rshare_blob_field(p, cut, RSHARE_FIELD_KIND, &v), RSHARE_E_BLOB_CORRUPT);
+		CHECK_ST(import(dev, target, blob_kind, p, cut), RSHARE_E_BLOB_CORRUPT);
 		free(p);
 	}
 	for (size_t bit = 0; bit < len * 8; bit++) {
@@ -47,8 +60,8 @@ static void battery(rshare_device *dev, const unsigned char *blob, size_t len, i
 			CHECK(bit / 8 == 4);
 			version_flips++;
 		}
-		st = is_pd ? rshare_pd_import(dev, copy, len, &pd)
-			   : rshare_var_import(dev, copy, len, &var);
+		CHECK(refused(rshare_blob_field(copy, len, RSHARE_FIELD_HANDLE, &v)));
+		st = import(dev, target, blob_kind, copy, len);
 		CHECK(refused(st));
 		flips++;
 	}
@@ -84,6 +97,54 @@ static void check_layout(const unsigned char *b, size_t len, int kind)
 	CHECK(crc == reference_crc32c(b, len - 4));
 }
 
+static void put(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A well-formed blob of kind on dev's object table, built byte by byte. */
+static size_t craft(const unsigned char *pd_blob, int kind,
+		    unsigned char *b)
+{
+	size_t fields = kind == RSHARE_KIND_MR ? 40 : 8, n = 40 + fields + 4;
+
+	memcpy(b, pd_blob, 40); /* magic .. serial of a real blob of dev */
+	b[5] = (unsigned char)kind;
+	put(b + 8, n, 2);
+	for (size_t i = 0; i < fields; i++)
+		b[40 + i] = (unsigned char)(i * 7 + 1);
+	put(b + 44, RSHARE_ACCESS_LOCAL_WRITE, 4); /* MR: valid access; DM: length bits */
+	put(b + n - 4, reference_crc32c(b, n - 4), 4);
+	return n;
+}
+
+/* MR and DM blobs: exported where sim0 has them, else crafted. */
+static size_t mr_dm_blob(rshare_device *dev, rshare_pd *pd, const unsigned char *pd_blob,
+			 int kind, unsigned char *b, void **keep)
+{
+	static unsigned char mem[256];
+	uint32_t caps = 0;
+	size_t len = 0;
+
+	*keep = NULL;
+	REQUIRE_OK(rshare_device_caps(dev, &caps));
+	if (kind == RSHARE_KIND_MR && (caps & RSHARE_CAP_MR)) {
+		REQUIRE_OK(rshare_mr_reg(pd, mem, sizeof(mem), RSHARE_ACCESS_LOCAL_WRITE,
+					 (rshare_mr **)keep));
+		REQUIRE_OK(rshare_mr_export(*keep, b, RSHARE_BLOB_MAX, &len));
+		return len;
+	}
+	if (kind == RSHARE_KIND_DM && (caps & RSHARE_CAP_DM)) {
+		REQUIRE_OK(rshare_dm_alloc(dev, 256, (rshare_dm **)keep));
+		REQUIRE_OK(rshare_dm_export(*keep, b, RSHARE_BLOB_MAX, &len));
+		return len;
+	}
+	printf("%s blob crafted: sim0 lacks RSHARE_CAP_%s\n", kind == RSHARE_KIND_MR ? "MR" : "DM",
+	       kind == RSHARE_KIND_MR ? "MR" : "DM");
+	return craft(pd_blob, kind, b);
+}
+
 int main(void)
 {
 	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX], b[RSHARE_BLOB_MAX];
@@ -103,8 +164,24 @@ int main(void)
 	check_layout(pd_blob, pd_len, RSHARE_KIND_PD);
 	check_layout(var_blob, var_len, RSHARE_KIND_VAR);
 
-	battery(dev, pd_blob, pd_len, 1);
-	battery(dev, var_blob, var_len, 0);
+	battery(dev, pd, pd_blob, pd_len, RSHARE_KIND_PD);
+	battery(dev, pd, var_blob, var_len, RSHARE_KIND_VAR);
+	{
+		unsigned char mr_blob[RSHARE_BLOB_MAX], dm_blob[RSHARE_BLOB_MAX];
+		void *mr, *dm;
+		size_t mr_len = mr_dm_blob(dev, pd, pd_blob, RSHARE_KIND_MR, mr_blob, &mr);
+		size_t dm_len = mr_dm_blob(dev, pd, pd_blob, RSHARE_KIND_DM, dm_blob, &dm);
+
+		CHECK(mr_len == 84 && dm_len == 52);
+		check_layout(mr_blob, mr_len, RSHARE_KIND_MR);
+		check_layout(dm_blob, dm_len, RSHARE_KIND_DM);
+		battery(dev, pd, mr_blob, mr_len, RSHARE_KIND_MR);
+		battery(dev, pd, dm_blob, dm_len, RSHARE_KIND_DM);
+		if (mr)
+			CHECK_OK(rshare_mr_dereg(mr));
+		if (dm)
+			CHECK_OK(rshare_dm_free(dm));
+	}
 
 	/* Specific refusals and their statuses. */
 	CHECK_ST(rshare_blob_kind(NULL, 44, &kind), RSHARE_E_INVAL);

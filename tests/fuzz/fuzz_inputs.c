@@ -1,5 +1,6 @@
 /*
- * libFuzzer target for everything that parses outside input: blobs (as
+ * libFuzzer target for everything that parses outside input: blobs of every
+ * kind (PD, VAR, MR, DM; every scalar field, every import; as
  * given, and with their length and checksum repaired so the fuzzer reaches
  * the fields behind the CRC), the text form, and channel messages. The
  * first byte picks the entry point. Built with clang's -fsanitize=fuzzer,
@@ -15,6 +16,7 @@
 #include "util/crc32c.h"
 
 static rshare_device *dev;
+static rshare_pd *target; /* where MR blobs are imported */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -23,7 +25,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (rshare_device_open("sim0", &dev) != RSHARE_OK)
+	if (rshare_device_open("sim0", &dev) != RSHARE_OK ||
+	    rshare_pd_alloc(dev, &target) != RSHARE_OK)
 		abort();
 	return 0;
 }
@@ -36,9 +39,14 @@ static void try_blob(const uint8_t *b, size_t len)
 	int kind;
 	rshare_pd *pd;
 	rshare_var *var;
+	rshare_mr *mr;
+	rshare_dm *dm;
+	uint64_t v;
 	void *addr;
 
 	rshare_blob_kind(b, len, &kind);
+	for (int f = 0; f <= RSHARE_FIELD_ACCESS + 1; f++)
+		rshare_blob_field(b, len, f, &v);
 	rshare_blob_describe(b, len, out, sizeof(out), &n);
 	if (rshare_blob_to_text(b, len, out, sizeof(out), &n) == RSHARE_OK) {
 		uint8_t back[RSHARE_BLOB_MAX];
@@ -51,6 +59,13 @@ static void try_blob(const uint8_t *b, size_t len)
 	if (rshare_var_import(dev, b, len, &var) == RSHARE_OK) {
 		rshare_var_map(var, &addr);
 		rshare_var_unimport(var);
+	}
+	if (rshare_mr_import(target, b, len, &mr) == RSHARE_OK)
+		rshare_mr_unimport(mr);
+	if (rshare_dm_import(dev, b, len, &dm) == RSHARE_OK) {
+		uint8_t buf[16];
+		rshare_dm_read(dm, 0, buf, sizeof(buf));
+		rshare_dm_unimport(dm);
 	}
 }
 
