@@ -188,17 +188,30 @@ static void fork_release(struct rs_py_obj *dev)
 	}
 }
 
+/* Does this process hold live objects of its own (not inherited) on dev? */
+static bool has_own_objects(struct rs_py_obj *dev)
+{
+	for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next)
+		if (o->dev == (PyObject *)dev && o->live && o->epoch == fork_epoch)
+			return true;
+	return false;
+}
+
 static int device_close(struct rs_py_obj *dev)
 {
 	int status = rshare_device_close(dev->h);
 
-	if (dev->epoch != fork_epoch && (status == RSHARE_E_BUSY || status == RSHARE_OK)) {
-		/* An inherited device in a forked child: what it inherited is
-		 * released locally (if the C library already did, this only
-		 * marks the objects released). */
+	if (dev->epoch == fork_epoch)
+		return status;
+	/* An inherited device in a forked child. If the C library already
+	 * released what the child inherited, only mark those objects released;
+	 * if it refused, release them here and retry, unless objects the child
+	 * made itself are live (then the refusal stands and nothing changes). */
+	if (status == RSHARE_OK) {
 		fork_release(dev);
-		if (status == RSHARE_E_BUSY)
-			status = rshare_device_close(dev->h);
+	} else if (status == RSHARE_E_BUSY && !has_own_objects(dev)) {
+		fork_release(dev);
+		status = rshare_device_close(dev->h);
 	}
 	return status;
 }

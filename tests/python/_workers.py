@@ -166,3 +166,14 @@ COMMANDS = {
 
 if __name__ == "__main__":
     COMMANDS[sys.argv[1]](*sys.argv[2:])
+
+
+def readme_worker(dev, blob, queue):
+    """The README's worker pattern, reporting what it saw."""
+    try:
+        with dev, dev.import_pd(blob) as pd:
+            handle = pd.handle
+        queue.put({"handle": handle, "closed": dev.closed})
+    except BaseException as exc:
+        queue.put({"error": f"{type(exc).__name__}: {exc}"})
+        raise

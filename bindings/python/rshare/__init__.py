@@ -18,7 +18,8 @@ from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported
                       SystemCallError, ProtocolError, error_class)
 from ._blob import inspect, to_text, from_text, kind
 from ._objects import PD, Var
-from ._device import Device, DeviceInfo, devices, open
+from ._device import Device, DeviceInfo, devices
+from ._device import open as open  # public, but left out of __all__ (see below)
 from ._channel import send, recv
 
 #: The C library's version, "MAJOR.MINOR.PATCH".

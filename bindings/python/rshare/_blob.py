@@ -22,7 +22,8 @@ def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
     handle, serial, and for VARs page_id, length, mmap_off."""
     if isinstance(blob, str):
         blob = _c.blob_from_text(blob)
-    return json.loads(_c.blob_describe(blob))
+    fields: Dict[str, Any] = json.loads(_c.blob_describe(blob))
+    return fields
 
 
 def to_text(blob: BytesLike) -> str:

@@ -1,0 +1,108 @@
+"""rshare.recv/send wait like the socket module's calls: without the
+interpreter lock, interruptible by Ctrl-C, honouring the socket's timeout
+and non-blocking mode (issue 14)."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import rshare
+
+
+def test_recv_honours_the_socket_timeout():
+    a, b = socket.socketpair()
+    with a, b:
+        b.settimeout(1)
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            rshare.recv(b)
+        assert 0.9 <= time.monotonic() - start < 10
+        with pytest.raises(TimeoutError):  # what the socket module says
+            b.recv(1)
+
+
+def test_recv_in_non_blocking_mode_raises_blocking_io_error():
+    a, b = socket.socketpair()
+    with a, b:
+        b.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            rshare.recv(b)
+        with pytest.raises(BlockingIOError):
+            b.recv(1)
+        os.set_blocking(a.fileno(), False)  # a raw fd follows its O_NONBLOCK flag
+        with pytest.raises(BlockingIOError):
+            rshare.recv(a.fileno())
+
+
+def test_recv_waits_without_the_interpreter_lock(dev):
+    """A message sent by another Python thread while recv waits arrives:
+    the waiting call let the thread run."""
+    a, b = socket.socketpair()
+    with a, b:
+        b.settimeout(20)
+
+        def later():
+            time.sleep(0.2)
+            rshare.send(a, dev, b"late")
+
+        sender = threading.Thread(target=later)
+        sender.start()
+        got, payload = rshare.recv(b)
+        sender.join()
+        with got:
+            assert payload == b"late" and got.guid == dev.guid
+
+
+def test_send_honours_timeout_and_non_blocking_mode(dev):
+    a, b = socket.socketpair()
+    with a, b:
+        a.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            while True:  # fill the socket buffer
+                a.send(bytes(65536))
+        with pytest.raises(BlockingIOError):
+            rshare.send(a, dev, b"x")
+        a.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            rshare.send(a, dev, b"x")
+
+
+SIGINT_CHILD = textwrap.dedent("""
+    import socket, sys, time
+    import rshare
+    a, b = socket.socketpair()
+    print("waiting", flush=True)
+    start = time.monotonic()
+    try:
+        rshare.recv(b)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt after %.2f s" % (time.monotonic() - start), flush=True)
+        sys.exit(0)
+    sys.exit("recv returned")
+""")
+
+
+def test_sigint_interrupts_recv_promptly():
+    proc = subprocess.Popen([sys.executable, "-c", SIGINT_CHILD], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "waiting"
+        time.sleep(0.3)  # well inside the blocking call
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        elapsed = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.startswith("KeyboardInterrupt after"), (out, err)
+    assert elapsed < 2, elapsed  # at once, not after the peer or a timeout
