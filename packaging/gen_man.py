@@ -225,17 +225,46 @@ def run_help(binary, *args):
 
 
 def option_lines(block):
-    """"  -d, --device=NAME   text" lines (continuations indented deeper)."""
-    out = []
+    """"  -d, --device=NAME   text" lines (continuations indented deeper) as
+    [long name, roff, text], and the lines in no such form (kept verbatim)."""
+    out, other = [], []
     for line in block.split("\n"):
         m = re.match(r"  (-\w, )?(--[\w-]+)(=\S+)?\s{2,}(.*)$", line)
         if m:
             short = "\\fB%s\\fP, " % esc(m.group(1)[:-2]) if m.group(1) else ""
             arg = "=\\fI%s\\fP" % esc(m.group(3)[1:]) if m.group(3) else ""
-            out.append([short + "\\fB%s\\fP" % esc(m.group(2)) + arg, m.group(4)])
+            out.append([m.group(2), short + "\\fB%s\\fP" % esc(m.group(2)) + arg, m.group(4)])
         elif line.startswith("   ") and out:
-            out[-1][1] += " " + line.strip()
-    return out
+            out[-1][2] += " " + line.strip()
+        elif line.strip():
+            other.append(line)
+    return out, other
+
+
+def command_section(text):
+    """A subcommand's --help ("usage: rshare NAME ARGS", a blank line, a
+    paragraph, then "options:" lines) as roff; any other shape is kept
+    verbatim, so that nothing a command says is lost."""
+    first, _, rest = text.partition("\n")
+    usage = first[len("usage: "):] if first.startswith("usage: ") else first
+    prose, opts_text = [], []
+    for para in rest.strip("\n").split("\n\n"):
+        para_lines = [line for line in para.split("\n") if line.strip() != "options:"]
+        if para_lines and not any(line.startswith(" ") for line in para_lines):
+            prose.append(" ".join(" ".join(para_lines).split()))
+        else:
+            opts_text += para_lines
+    lines = [".SS %s" % esc(usage)]
+    for para in prose:
+        lines += [".PP", inline(para)]
+    opts, other = option_lines("\n".join(opts_text))
+    for name, left, right in opts:
+        if name == "--help":  # said once, above
+            continue
+        lines += [".TP", left, inline(right)]
+    if other:
+        lines += [".PP", ".nf"] + [esc(line) for line in other] + [".fi"]
+    return lines
 
 
 def gen_section1(binary, version, outdir):
@@ -255,15 +284,7 @@ def gen_section1(binary, version, outdir):
               "or \\fB\\-\\-opt=value\\fP.",
               ".SH COMMANDS"]
     for name, _args, _summary in commands:
-        text = run_help(binary, name)
-        usage = text.split("\n", 1)[0][len("usage: "):]
-        body = text.split("\n\n")[1].strip()
-        lines += [".SS %s" % esc(usage), inline(body)]
-        opts = option_lines(text.split("options:\n", 1)[1] if "options:\n" in text else "")
-        for left, right in opts:
-            if "--help" in left:  # said once, above
-                continue
-            lines += [".TP", left, inline(right)]
+        lines += command_section(run_help(binary, name))
     lines += [".SH EXIT STATUS",
               ".TP", "0", "Success.",
               ".TP", "1", "Failure: the status name and the library's explanation are printed "
