@@ -282,7 +282,7 @@ int rshare_device_native(const rshare_device *dev, void **ibv_context)
 				 "device %s (provider %s) has no native rdma-core context",
 				 ctx->name, ctx->ops->name);
 	else
-		*ibv_context = ctx->prov;
+		*ibv_context = ctx->native;
 	rs_unpin(slot);
 	RS_RETURN(status);
 }

@@ -36,7 +36,9 @@ struct rs_ctx {
 	uint64_t guid;      /* node GUID, identity of the device */
 	uint64_t table_id;  /* identity of the object table, 0 if unknowable */
 	char name[RSHARE_NAME_MAX];
-	void *prov;         /* provider's own context (e.g. struct ibv_context) */
+	void *prov;         /* provider's own state for the context */
+	void *native;       /* what rshare_device_native() hands out (struct
+			     * ibv_context on hardware), NULL if none */
 };
 
 /* A PD as the provider sees it. */

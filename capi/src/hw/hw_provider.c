@@ -76,6 +76,7 @@ static int fill_ctx(struct rs_ctx *ctx, struct ibv_context *ibctx)
 	ctx->table_id = 0; /* set by rs_hw_table_open/import */
 	copy_name(ctx->name, v->get_device_name(ibctx->device));
 	ctx->prov = hw;
+	ctx->native = ibctx;
 	return RSHARE_OK;
 }
 
@@ -86,6 +87,7 @@ static void free_ctx(struct rs_ctx *ctx)
 	pthread_mutex_destroy(&hw->lock);
 	free(hw);
 	ctx->prov = NULL;
+	ctx->native = NULL;
 }
 
 static int hw_open(const char *name, struct rs_ctx *ctx)
