@@ -133,6 +133,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	{
+		rshare_device *dev;
+
+		REQUIRE_OK(rshare_device_open(t.name, &dev));
+		REQUIRE_OK(rshare_device_caps(dev, &t.caps));
+		REQUIRE_OK(rshare_device_close(dev));
+	}
 	fds = count_fds();
 	case_listing(&t);
 	case_open_default(&t);
@@ -164,6 +171,20 @@ int main(int argc, char **argv)
 		case_var_local(&t);
 	else if (t.vars)
 		case_var_without_export(&t);
+	case_native(&t);
+	if (t.caps & RSHARE_CAP_MR)
+		case_mr_share(&t);
+	else
+		printf("note: MR cases not run on %s: no MR sharing\n", t.name);
+	if (t.caps & RSHARE_CAP_DM)
+		case_dm_share(&t);
+	else
+		printf("note: DM cases not run on %s: no DM sharing\n", t.name);
+	if (t.standin) {
+		case_caps(&t);
+		case_mr_handle_reused(&t);
+		case_dm_not_mlx5(&t);
+	}
 	case_xproc(&t);
 	CHECK(count_fds() == fds); /* nothing leaked over the whole run */
 

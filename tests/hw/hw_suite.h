@@ -26,6 +26,7 @@ struct hw_target {
 	uint64_t guid;
 	bool vars;                   /* VARs can be allocated on it */
 	bool var_sharing;            /* ... and exported/imported */
+	uint32_t caps;               /* RSHARE_CAP_* of the device */
 	char other[RSHARE_NAME_MAX]; /* a hw device with another GUID, or "" */
 };
 
@@ -59,6 +60,14 @@ void case_pd_handle_reused(const struct hw_target *t);
 void case_table_identity(const struct hw_target *t);
 void case_var_stale(const struct hw_target *t);
 void case_var_unimport_once(const struct hw_target *t);
+
+/* hw_mr_dm_cases.c */
+void case_caps(const struct hw_target *t);
+void case_native(const struct hw_target *t);
+void case_mr_share(const struct hw_target *t);
+void case_mr_handle_reused(const struct hw_target *t);
+void case_dm_share(const struct hw_target *t);
+void case_dm_not_mlx5(const struct hw_target *t);
 
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);

@@ -35,6 +35,18 @@ static const struct sym verbs_sharing[] = {
 	SYM(import_pd, "ibv_import_pd", "IBVERBS_1.10"),
 	SYM(unimport_pd, "ibv_unimport_pd", "IBVERBS_1.10"),
 };
+static const struct sym verbs_mr[] = {
+	SYM(reg_mr, "ibv_reg_mr", "IBVERBS_1.1"),
+	SYM(dereg_mr, "ibv_dereg_mr", "IBVERBS_1.1"),
+};
+static const struct sym verbs_mr_sharing[] = {
+	SYM(import_mr, "ibv_import_mr", "IBVERBS_1.10"),
+	SYM(unimport_mr, "ibv_unimport_mr", "IBVERBS_1.10"),
+};
+static const struct sym verbs_dm_sharing[] = {
+	SYM(import_dm, "ibv_import_dm", "IBVERBS_1.13"),
+	SYM(unimport_dm, "ibv_unimport_dm", "IBVERBS_1.13"),
+};
 static const struct sym mlx5_required[] = {
 	SYM(is_supported, "mlx5dv_is_supported", "MLX5_1.8"),
 	SYM(alloc_var, "mlx5dv_alloc_var", "MLX5_1.12"),
@@ -131,6 +143,9 @@ static void load(void)
 	verbs.verbs_ok = true;
 	/* Sharing needs rdma-core 32+; older ones still list and open. */
 	resolve(lib, verbs_sharing, NSYMS(verbs_sharing));
+	resolve(lib, verbs_mr, NSYMS(verbs_mr));
+	resolve(lib, verbs_mr_sharing, NSYMS(verbs_mr_sharing));
+	resolve(lib, verbs_dm_sharing, NSYMS(verbs_dm_sharing));
 	/* libmlx5 after libibverbs: its DT_NEEDED libibverbs.so.1 then binds to
 	 * the library just loaded (matched by soname), not to another copy. */
 	load_mlx5();

@@ -52,6 +52,17 @@ struct rs_hw_verbs {
 	struct ibv_context *(*import_device)(int cmd_fd);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context, uint32_t pd_handle);
 	void (*unimport_pd)(struct ibv_pd *pd);
+	/* MRs: ibv_reg_mr is a macro in verbs.h since rdma-core 29 (over the
+	 * exported ibv_reg_mr@IBVERBS_1.1 and ibv_reg_mr_iova2@IBVERBS_1.8);
+	 * the plain function, IBVERBS_1.1, is in every rdma-core. */
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access);
+	int (*dereg_mr)(struct ibv_mr *mr);                           /* IBVERBS_1.1 */
+	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle); /* 1.10 */
+	void (*unimport_mr)(struct ibv_mr *mr);                       /* IBVERBS_1.10 */
+	/* Device memory: ibv_alloc_dm/free_dm/memcpy_*_dm are static inlines
+	 * over the context's ops (hw_dm.c); only sharing is exported. */
+	struct ibv_dm *(*import_dm)(struct ibv_context *context, uint32_t dm_handle); /* 1.13 */
+	void (*unimport_dm)(struct ibv_dm *dm);                       /* IBVERBS_1.13 */
 
 	/* libmlx5: set when the library, MLX5_1.8 and MLX5_1.12 resolved. */
 	bool mlx5_ok;

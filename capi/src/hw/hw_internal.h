@@ -77,6 +77,25 @@ int rs_hw_seen_check(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_
  * (EINVAL: the kernel has no such entry: the VAR was destroyed). */
 int rs_hw_var_probe(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t length);
 
+/* hw_mr.c */
+int rs_hw_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t length,
+		 uint32_t access, struct rs_mr_info *mr);
+int rs_hw_mr_import(struct rs_ctx *ctx, struct rs_pd_info *pd, struct rs_mr_info *mr);
+void rs_hw_mr_unimport(struct rs_ctx *ctx, struct rs_mr_info *mr);
+int rs_hw_mr_dereg(struct rs_ctx *ctx, struct rs_mr_info *mr);
+
+/* hw_dm.c; supported: the context's provider has the alloc_dm op. */
+bool rs_hw_dm_supported(const struct rs_ctx *ctx);
+int rs_hw_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm);
+int rs_hw_dm_import(struct rs_ctx *ctx, struct rs_dm_info *dm);
+void rs_hw_dm_unimport(struct rs_ctx *ctx, struct rs_dm_info *dm);
+int rs_hw_dm_free(struct rs_ctx *ctx, struct rs_dm_info *dm);
+int rs_hw_dm_write(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset,
+		   const void *src, size_t len);
+int rs_hw_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *dst,
+		  size_t len);
+
+/* hw_var.c */
 int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var);
 int rs_hw_var_export(struct rs_ctx *ctx, struct rs_var_info *var);
 int rs_hw_var_import(struct rs_ctx *ctx, struct rs_var_info *var);

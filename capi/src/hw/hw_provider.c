@@ -314,6 +314,22 @@ static int hw_pd_dealloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 	return RSHARE_OK;
 }
 
+/* What this context can do with the rdma-core that is loaded. Sharing is
+ * what rshare is for, so a kind counts only when it can be shared too. */
+static uint32_t hw_caps(struct rs_ctx *ctx)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	uint32_t caps = RSHARE_CAP_PD | RSHARE_CAP_NATIVE;
+
+	if (rs_hw_ctx(ctx)->mlx5 && v->export_ok)
+		caps |= RSHARE_CAP_VAR;
+	if (v->reg_mr && v->dereg_mr && v->import_mr && v->unimport_mr)
+		caps |= RSHARE_CAP_MR;
+	if (v->import_dm && v->unimport_dm && rs_hw_dm_supported(ctx))
+		caps |= RSHARE_CAP_DM;
+	return caps;
+}
+
 const struct rs_provider rs_hw_provider = {
 	.name = "hw",
 	.id = RSHARE_PROVIDER_HW,
@@ -331,4 +347,15 @@ const struct rs_provider rs_hw_provider = {
 	.var_import = rs_hw_var_import,
 	.var_unimport = rs_hw_var_unimport,
 	.var_free = rs_hw_var_free,
+	.caps = hw_caps,
+	.mr_reg = rs_hw_mr_reg,
+	.mr_import = rs_hw_mr_import,
+	.mr_unimport = rs_hw_mr_unimport,
+	.mr_dereg = rs_hw_mr_dereg,
+	.dm_alloc = rs_hw_dm_alloc,
+	.dm_import = rs_hw_dm_import,
+	.dm_unimport = rs_hw_dm_unimport,
+	.dm_free = rs_hw_dm_free,
+	.dm_write = rs_hw_dm_write,
+	.dm_read = rs_hw_dm_read,
 };

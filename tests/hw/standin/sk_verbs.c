@@ -103,8 +103,11 @@ static struct ibv_context *new_context(struct sk_device *dev, int fd,
 		return NULL;
 	}
 	ctx->vctx.sz = sizeof(ctx->vctx);
-	ctx->vctx.alloc_dm = sk_alloc_dm;
-	ctx->vctx.free_dm = sk_free_dm;
+	/* Device memory: mlx5 only (rxe has no alloc_dm op). */
+	if (dev->mlx5) {
+		ctx->vctx.alloc_dm = sk_alloc_dm;
+		ctx->vctx.free_dm = sk_free_dm;
+	}
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	ctx->vctx.context.device = &dev->ibdev;
 	ctx->vctx.context.cmd_fd = fd;

@@ -1,0 +1,132 @@
+/*
+ * Device memory through rdma-core. ibv_alloc_dm, ibv_free_dm,
+ * ibv_memcpy_to_dm and ibv_memcpy_from_dm are not exported symbols: they
+ * are static inlines in verbs.h that call the provider through the
+ * context's struct verbs_context ops (alloc_dm, free_dm) and the DM's own
+ * memcpy pointers. rshare calls those inlines as compiled from the headers
+ * it is built with. That is rdma-core's supported ABI, not a guess at its
+ * internals: verbs_context only grows at its front (away from the embedded
+ * ibv_context), every context records its size, and the inline checks that
+ * the op is inside it and set (verbs_get_ctx_op), answering EOPNOTSUPP
+ * otherwise. Sharing is ibv_import_dm/ibv_unimport_dm@IBVERBS_1.13.
+ *
+ * Identity: ibv_import_dm asks the kernel whether the handle names a DM,
+ * but struct ibv_dm shows no length or other attribute to compare, so a DM
+ * freed and its handle reused by another DM cannot be told apart. The
+ * provider checks copies against its own idea of the DM's length (mlx5:
+ * EFAULT), whatever length the blob claims.
+ */
+#include <errno.h>
+#include <inttypes.h>
+
+#include "hw/hw_internal.h"
+#include "util/error.h"
+
+bool rs_hw_dm_supported(const struct rs_ctx *ctx)
+{
+	return verbs_get_ctx_op(rs_hw_ibctx(ctx), alloc_dm) != NULL;
+}
+
+int rs_hw_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
+{
+	struct ibv_alloc_dm_attr attr = { .length = (size_t)length };
+	struct ibv_dm *ibdm;
+	int err;
+
+	if (length > SIZE_MAX)
+		return rs_fail(RSHARE_E_INVAL, 0, "DM length %" PRIu64 " does not fit size_t",
+			       length);
+	errno = 0;
+	ibdm = ibv_alloc_dm(rs_hw_ibctx(ctx), &attr);
+	if (!ibdm) {
+		err = errno;
+		return rs_hw_fail(err, false, "device memory",
+				  "ibv_alloc_dm(%" PRIu64 " bytes) on %s failed", length,
+				  ctx->name);
+	}
+	/* rdma-core 35+ reports the kernel handle; without it the DM could
+	 * never be shared, which is what rshare is for. */
+	if (!(ibdm->comp_mask & IBV_DM_MASK_HANDLE)) {
+		ibv_free_dm(ibdm);
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "ibv_alloc_dm on %s gives no DM handle (rdma-core 35 or newer "
+			       "is needed to share device memory)", ctx->name);
+	}
+	*dm = (struct rs_dm_info){ .handle = ibdm->handle, .serial = 0, .length = length,
+				   .prov = ibdm };
+	return RSHARE_OK;
+}
+
+int rs_hw_dm_import(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct ibv_dm *ibdm;
+	int err;
+
+	if (!v->import_dm || !v->unimport_dm)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "cannot share device memory on %s: the loaded libibverbs lacks "
+			       "ibv_import_dm@IBVERBS_1.13 (rdma-core 35 or newer)", ctx->name);
+	errno = 0;
+	ibdm = v->import_dm(rs_hw_ibctx(ctx), dm->handle);
+	if (!ibdm) {
+		err = errno;
+		return rs_hw_fail(err, true, "DM import (the DM query method)",
+				  "ibv_import_dm(handle %u) on %s failed", dm->handle, ctx->name);
+	}
+	dm->prov = ibdm;
+	return RSHARE_OK;
+}
+
+void rs_hw_dm_unimport(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+
+	(void)ctx;
+	/* Without ibv_unimport_dm (before rdma-core 35) nothing was imported,
+	 * and an allocated DM has no local-only release. */
+	if (v->unimport_dm)
+		v->unimport_dm(dm->prov);
+	dm->prov = NULL;
+}
+
+int rs_hw_dm_free(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	int err = ibv_free_dm(dm->prov);
+
+	if (err)
+		return rs_hw_fail(err, true, NULL, "ibv_free_dm(handle %u) on %s failed",
+				  dm->handle, ctx->name);
+	dm->prov = NULL;
+	return RSHARE_OK;
+}
+
+static int copy_failed(const struct rs_ctx *ctx, const struct rs_dm_info *dm, int err,
+		       const char *what, uint64_t offset, size_t len)
+{
+	if (err == EFAULT)
+		return rs_fail(RSHARE_E_INVAL, err,
+			       "%s of %zu bytes at offset %" PRIu64 " of DM handle %u on %s: "
+			       "outside the device memory as the device knows it (the blob "
+			       "claims %" PRIu64 " bytes)", what, len, offset, dm->handle,
+			       ctx->name, dm->length);
+	return rs_hw_fail(err, false, NULL, "%s of %zu bytes at offset %" PRIu64
+			  " of DM handle %u on %s failed", what, len, offset, dm->handle,
+			  ctx->name);
+}
+
+int rs_hw_dm_write(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset,
+		   const void *src, size_t len)
+{
+	int err = ibv_memcpy_to_dm(dm->prov, offset, src, len);
+
+	return err ? copy_failed(ctx, dm, err, "ibv_memcpy_to_dm", offset, len) : RSHARE_OK;
+}
+
+int rs_hw_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *dst,
+		  size_t len)
+{
+	int err = ibv_memcpy_from_dm(dst, dm->prov, offset, len);
+
+	return err ? copy_failed(ctx, dm, err, "ibv_memcpy_from_dm", offset, len) : RSHARE_OK;
+}
