@@ -1,178 +1,228 @@
 /*
- * The simulated table against peers that misbehave: one killed (SIGKILL)
- * while holding the table lock, one killed mid-update, one stopped while
- * holding it, one that scribbles over the table, and one that tries to
- * shrink or grow the file. The survivors keep working with clear statuses.
- *
- * The misbehaving peers poke the shared file directly, so this test (and
- * only this one) includes the simulated table's private layout.
+ * The simulated table against peers that misbehave with the layout in
+ * mind: one killed (SIGKILL) while holding the table lock, ones killed in
+ * the middle of an allocation or a free, one stopped while holding it, one
+ * that scribbles over objects and the free-handle bitmaps, one that tries
+ * to shrink or grow the file, one that damages the header. The survivors
+ * keep working with clear statuses.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stddef.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <time.h>
 
-#include "harness.h"
-#include "sim/sim_table.h"
+#include "sim_peer.h"
 
-static struct sim_table *map_table(int fd)
+#define BOUND_MS 300
+
+static uint64_t ms_now(void)
 {
-	void *p = mmap(NULL, sizeof(struct sim_table), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       fd, 0);
-	return p == MAP_FAILED ? NULL : p;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Fork a peer that locks the table, optionally damages it, tells us, then
- * waits to be killed or stopped. */
-static pid_t locked_peer(int fd, void (*damage)(struct sim_table *))
-{
-	int p[2];
-	char c;
-	pid_t pid;
-
-	if (pipe(p) < 0)
-		exit(2);
-	pid = fork();
-	if (pid == 0) {
-		struct sim_table *t = map_table(fd);
-		if (!t || pthread_mutex_lock(&t->lock.mutex) != 0)
-			_exit(1);
-		if (damage)
-			damage(t);
-		if (write(p[1], "L", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(p[1]);
-	CHECK(read(p[0], &c, 1) == 1);
-	close(p[0]);
-	return pid;
-}
-
+/* Died in an allocation after taking VAR page 5 for handle 900, before
+ * publishing it: the page must come back, the handle stay free. */
 static void half_made_var(struct sim_table *t)
 {
-	/* Died between taking a page and publishing the object, and left a
-	 * second VAR claiming the same page plus garbage. */
-	t->page_used[5] = 1;
-	t->objs[900].type = 77;
-	t->objs[901].type = SIM_VAR;
-	t->objs[901].page_id = 9999;
+	t->s.intent = (struct sim_intent){ SIM_OP_ALLOC, 900, UINT32_MAX, 0 };
+	t->s.var_owner[5] = 901;
+	t->objs[900].page = 5;
+	t->objs[900].type = 77; /* not yet a valid type */
 }
 
-static void kill_peer(pid_t pid)
+static uint32_t victim_handle; /* a live PD the next damage half-frees */
+
+/* Died in a free after unpublishing the PD, before clearing its bit. */
+static void half_freed_pd(struct sim_table *t)
 {
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	t->s.intent = (struct sim_intent){ SIM_OP_FREE, victim_handle, UINT32_MAX, 0 };
+	t->objs[victim_handle].type = SIM_FREE;
 }
 
 int main(void)
 {
-	unsigned char blob[RSHARE_BLOB_MAX];
+	unsigned char blob[RSHARE_BLOB_MAX], vblob[RSHARE_BLOB_MAX];
 	rshare_device *dev, *imp;
 	rshare_pd *pd, *pd2;
 	rshare_var *vars[SIM_VAR_PAGES];
 	struct sim_table *t;
-	size_t len;
+	size_t len, vlen, map_len;
+	uint32_t h;
 	int fd, n;
 
+	setenv("RSHARE_SIM_LOCK_MS", "300", 1); /* read once, at the first lock */
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_device_fd(dev, &fd));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	len = export_pd(pd, blob);
+	t = peer_map(fd, &map_len);
 
-	/* 1. Killed while holding the lock: the next caller recovers it. */
-	kill_peer(locked_peer(fd, NULL));
-	CHECK_OK(rshare_pd_alloc(dev, &pd2));
-	CHECK_OK(rshare_pd_free(pd2));
-	CHECK_OK(rshare_pd_import(dev, blob, len, &pd2));
-	CHECK_OK(rshare_pd_unimport(pd2));
+	/* 1. Killed while holding the lock: the next caller takes it over
+	 * well within the bound. */
+	{
+		uint64_t t0;
 
-	/* 2. Killed mid-update: the repair drops the half-made objects and
-	 * frees the leaked page, so every VAR page can be had again. */
+		kill_peer(locked_peer(fd, NULL));
+		t0 = ms_now();
+		CHECK_OK(rshare_pd_alloc(dev, &pd2));
+		CHECK(ms_now() - t0 < BOUND_MS);
+		CHECK_OK(rshare_pd_free(pd2));
+		CHECK_OK(rshare_pd_import(dev, blob, len, &pd2));
+		CHECK_OK(rshare_pd_unimport(pd2));
+		CHECK(t->s.lock == 0);
+	}
+
+	/* 2a. Killed mid-allocation: the repair undoes it, so every VAR page
+	 * can be had again and handle 900 is free. */
 	kill_peer(locked_peer(fd, half_made_var));
 	for (n = 0; n < (int)SIM_VAR_PAGES; n++)
 		if (rshare_var_alloc(dev, 0, &vars[n]) != RSHARE_OK)
 			break;
 	CHECK(n == (int)SIM_VAR_PAGES);
+	CHECK(t->objs[900].type == SIM_FREE);
+	CHECK(t->s.intent.op == SIM_OP_NONE);
 	while (n--)
 		CHECK_OK(rshare_var_free(vars[n]));
 	CHECK_OK(rshare_pd_import(dev, blob, len, &pd2)); /* the good PD survived */
 	CHECK_OK(rshare_pd_unimport(pd2));
 
-	/* 3. A live peer that sits on the lock: BUSY after the timeout, not a
+	/* 2b. Killed mid-free: the PD is gone for everyone and its handle is
+	 * the lowest free one again. */
+	REQUIRE_OK(rshare_pd_alloc(dev, &pd2));
+	REQUIRE_OK(rshare_pd_handle(pd2, &victim_handle));
+	kill_peer(locked_peer(fd, half_freed_pd));
+	CHECK_ST(rshare_pd_free(pd2), RSHARE_E_NOT_FOUND);
+	CHECK_OK(rshare_pd_unimport(pd2));
+	CHECK_OK(rshare_pd_alloc(dev, &pd2));
+	CHECK_OK(rshare_pd_handle(pd2, &h));
+	CHECK(h == victim_handle);
+	CHECK_OK(rshare_pd_free(pd2));
+
+	/* 3. A live peer that sits on the lock: BUSY after the bound, not a
 	 * hang; fine again once it is gone. */
 	{
 		pid_t pid = locked_peer(fd, NULL);
+		uint64_t t0 = ms_now(), waited;
+
 		kill(pid, SIGSTOP);
 		CHECK_ST(rshare_pd_alloc(dev, &pd2), RSHARE_E_BUSY);
-		CHECK(strstr(rshare_last_error(), "locked by another process") != NULL);
+		waited = ms_now() - t0;
+		CHECK(waited >= BOUND_MS && waited < BOUND_MS + 1000);
+		CHECK_MSG("locked by another process");
 		kill_peer(pid);
 		CHECK_OK(rshare_pd_alloc(dev, &pd2));
 		CHECK_OK(rshare_pd_free(pd2));
 	}
 
-	/* 4. Scribbles: garbage objects are not found, never crash us. */
-	t = map_table(fd);
-	REQUIRE_OK(t ? 0 : RSHARE_E_IO);
+	/* 4. Scribbled objects: garbage is not found and never crashes us. */
 	for (int i = 100; i < 200; i++) {
 		t->objs[i].type = (uint32_t)i * 2654435761u;
-		t->objs[i].page_id = 0xffffffffu - (uint32_t)i;
+		t->objs[i].page = 0xffffffffu - (uint32_t)i;
 	}
 	t->objs[150].type = SIM_VAR; /* a VAR on a page that does not exist */
 	{
 		unsigned char forged[RSHARE_BLOB_MAX];
 		rshare_pd *fp;
-		memcpy(forged, blob, len);
-		/* Point the blob at a scribbled slot by re-exporting a PD we
-		 * then damage: its type no longer says PD. */
+
 		REQUIRE_OK(rshare_pd_alloc(dev, &fp));
 		len = export_pd(fp, forged);
-		{
-			uint32_t h;
-			REQUIRE_OK(rshare_pd_handle(fp, &h));
-			t->objs[h].type = 12345;
-		}
+		REQUIRE_OK(rshare_pd_handle(fp, &h));
+		t->objs[h].type = 12345;
 		CHECK_ST(rshare_pd_import(dev, forged, len, &pd2), RSHARE_E_NOT_FOUND);
 		CHECK_ST(rshare_pd_free(fp), RSHARE_E_NOT_FOUND);
 		CHECK_OK(rshare_pd_unimport(fp));
 	}
-	CHECK_OK(rshare_pd_alloc(dev, &pd2));
-	CHECK_OK(rshare_pd_free(pd2));
-	/* A scribbled allocation hint: still the lowest free handle, never a
-	 * false "full". */
-	t->free_hint = SIM_MAX_OBJECTS - 1;
-	t->objs[SIM_MAX_OBJECTS - 1].type = SIM_PD;
-	CHECK_OK(rshare_pd_alloc(dev, &pd2));
-	{
-		uint32_t h;
-		CHECK_OK(rshare_pd_handle(pd2, &h));
-		CHECK(h < 100); /* found by wrapping round, below the garbage */
-	}
-	CHECK_OK(rshare_pd_free(pd2));
-	t->free_hint = 0xffffffffu;
-	CHECK_OK(rshare_pd_alloc(dev, &pd2));
-	CHECK_OK(rshare_pd_free(pd2));
 
-	/* 5. The file cannot be shrunk or grown under anyone's mappings. */
+	/* 5. Bitmaps that lie. "All free" where objects live: the allocator
+	 * checks the slot, corrects the map and never overwrites a live
+	 * object of another kind. */
+	{
+		rshare_var *v;
+		unsigned char b2[RSHARE_BLOB_MAX];
+		size_t l2;
+		rshare_pd *again;
+
+		REQUIRE_OK(rshare_var_alloc(dev, 0, &v));
+		vlen = export_var(v, vblob);
+		memset(t->s.leaf, 0, sizeof(t->s.leaf));
+		memset(t->s.mid, 0, sizeof(t->s.mid));
+		t->s.top = 0;
+		for (int i = 0; i < 10; i++) {
+			CHECK_OK(rshare_pd_alloc(dev, &pd2));
+			CHECK_OK(rshare_pd_handle(pd2, &h));
+			l2 = export_pd(pd2, b2);
+			CHECK(l2 > 0);
+			CHECK(h != 0 && t->objs[h].type == SIM_PD);
+			CHECK_OK(rshare_pd_free(pd2));
+		}
+		CHECK_OK(rshare_var_import(dev, vblob, vlen, &vars[0])); /* intact */
+		CHECK_OK(rshare_var_unimport(vars[0]));
+		CHECK_OK(rshare_pd_import(dev, blob, len = export_pd(pd, blob), &again));
+		CHECK_OK(rshare_pd_unimport(again));
+		/* "All full": a DoS a peer may cause, reported as such. */
+		t->s.top = ~0ull;
+		CHECK_ST(rshare_pd_alloc(dev, &pd2), RSHARE_E_NOMEM);
+		t->s.top = 0;
+		/* Lies both ways: words 0-3 claim full (hiding free handles: a
+		 * leak), words 4-7 claim free over 256 garbage objects. Each call
+		 * makes a bounded number of corrections, then says so; the map
+		 * heals over the next calls. */
+		for (int i = 256; i < 512; i++)
+			t->objs[i].type = 99;
+		for (int k = 0; k < 8; k++)
+			t->s.leaf[k] = k < 4 ? ~0ull : 0;
+		CHECK_ST(rshare_pd_alloc(dev, &pd2), RSHARE_E_NOMEM);
+		CHECK_MSG("damaged");
+		for (n = 0; n < 8 && rshare_pd_alloc(dev, &pd2) != RSHARE_OK; n++)
+			;
+		CHECK(n < 8);
+		CHECK_OK(rshare_pd_handle(pd2, &h));
+		CHECK(h >= 512);
+		CHECK_OK(rshare_pd_free(pd2));
+		for (int i = 256; i < 512; i++)
+			t->objs[i].type = SIM_FREE;
+		for (int k = 0; k < 8; k++)
+			t->s.leaf[k] = 0;
+		t->s.mid[0] = 0;
+		t->s.top = 0;
+		for (int i = 0; i < 256; i++)
+			if (t->objs[i].type != SIM_FREE)
+				t->s.leaf[i / 64] |= 1ull << (i % 64);
+		CHECK_OK(rshare_var_free(v));
+	}
+
+	/* 6. The file cannot be shrunk or grown under anyone's mappings. */
 	CHECK(ftruncate(fd, 4096) < 0 && errno == EPERM);
 	CHECK(ftruncate(fd, 1 << 30) < 0 && errno == EPERM);
 
-	/* 6. A damaged header: existing contexts keep their validated view,
-	 * new imports are refused. */
+	/* 7. A damaged header: a process that has not seen the table refuses
+	 * it; one that has keeps its validated view. */
+	{
+		int ffd = foreign_table_fd();
+		struct sim_table *ft = peer_map(ffd, &len);
+
+		ft->h.var_area_off = 12;
+		CHECK_ST(rshare_device_import(ffd, &imp), RSHARE_E_NODEV);
+		ft->h.var_area_off = t->h.var_area_off;
+		CHECK_OK(rshare_device_import(ffd, &imp));
+		CHECK_OK(rshare_device_close(imp));
+		munmap(ft, len);
+		close(ffd);
+	}
 	t->h.var_area_off = 12;
-	CHECK_ST(rshare_device_import(fd, &imp), RSHARE_E_NODEV);
 	{
 		void *a;
 		rshare_var *v;
-		CHECK_OK(rshare_var_alloc(dev, 0, &v));
+
+		CHECK_OK(rshare_device_import(fd, &imp)); /* already validated here */
+		CHECK_OK(rshare_var_alloc(imp, 0, &v));
 		CHECK_OK(rshare_var_map(v, &a));
 		((volatile char *)a)[0] = 1;
 		CHECK_OK(rshare_var_free(v));
+		CHECK_OK(rshare_device_close(imp));
 	}
-	munmap(t, sizeof(*t));
+	munmap(t, map_len);
 
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));

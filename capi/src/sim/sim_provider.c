@@ -3,6 +3,11 @@
  * simulated object table (sim_table.h). Its command fd is a sealed memfd:
  * the seals stop any peer from shrinking or growing the file under
  * another's mappings, so a mapped table or VAR page never faults.
+ *
+ * Untrusted-memory rule (sim_table.h): the memfd is untrusted input. This
+ * file reads shared memory only through sim_find (validated copies) and the
+ * checks below; every offset it computes comes from validated copies and
+ * the process's own constants.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,38 +43,22 @@ static int sim_list(struct rs_devinfo *out, size_t cap, size_t *count)
 	return RSHARE_OK;
 }
 
-static uint32_t page_size(void)
+static void fill_ctx(int fd, struct sim_map *m, struct rs_ctx *ctx)
 {
-	return (uint32_t)sysconf(_SC_PAGESIZE);
-}
-
-/* Fill ctx for the table in fd; fd stays the caller's on failure. The
- * table itself is mapped on first use (sim_lock). */
-static int attach(int fd, const struct sim_header *hdr, struct rs_ctx *ctx)
-{
-	struct sim_view *v = calloc(1, sizeof(*v));
-
-	if (!v)
-		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a simulated context");
-	atomic_init(&v->map, NULL);
-	v->fd = fd;
-	v->map_len = hdr->var_area_off;
-	v->page_size = hdr->page_size;
-	v->var_area_off = hdr->var_area_off;
-	v->table_id = hdr->table_id;
 	ctx->fd = fd;
 	ctx->guid = SIM_GUID;
-	ctx->table_id = hdr->table_id;
+	ctx->table_id = m->table_id;
 	strcpy(ctx->name, SIM_NAME);
-	ctx->prov = v;
-	return RSHARE_OK;
+	ctx->prov = m;
 }
 
 static int sim_open(const char *name, struct rs_ctx *ctx)
 {
+	struct sim_header layout;
 	struct sim_table *t;
-	uint64_t table_id = 0, var_off, size;
-	uint32_t ps = page_size();
+	struct sim_map *m;
+	uint64_t table_id = 0;
+	uint32_t ps = (uint32_t)sysconf(_SC_PAGESIZE);
 	int fd, status;
 
 	if (strcmp(name, SIM_NAME) != 0 || sim_hidden())
@@ -77,31 +66,31 @@ static int sim_open(const char *name, struct rs_ctx *ctx)
 	while (table_id == 0)
 		if (getrandom(&table_id, sizeof(table_id), 0) != sizeof(table_id))
 			return rs_fail(RSHARE_E_IO, errno, "getrandom failed");
-	sim_layout(ps, &var_off, &size);
+	sim_layout(ps, &layout);
 	fd = memfd_create("rshare-sim0", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return rs_fail(errno == ENOMEM ? RSHARE_E_NOMEM : RSHARE_E_IO, errno,
 			       "memfd_create for the simulated table failed");
-	if (ftruncate(fd, (off_t)size) < 0) {
+	/* Sized for the maximum once, then sealed: a sparse file, so memory
+	 * follows what is live, and nobody's mapping can ever lose its end. */
+	if (ftruncate(fd, (off_t)layout.file_size) < 0) {
 		status = rs_fail(RSHARE_E_IO, errno, "cannot size the simulated table");
 		goto fail;
 	}
-	t = mmap(NULL, var_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	t = mmap(NULL, layout.var_area_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (t == MAP_FAILED) {
 		status = rs_fail(RSHARE_E_IO, errno, "cannot map the simulated table");
 		goto fail;
 	}
-	status = sim_table_init(t, ps, table_id);
-	if (!status && fcntl(fd, F_ADD_SEALS, SIM_SEALS) < 0)
-		status = rs_fail(RSHARE_E_IO, errno, "cannot seal the simulated table");
-	if (!status)
-		status = attach(fd, &t->h, ctx);
+	sim_table_init(t, ps, table_id);
+	status = fcntl(fd, F_ADD_SEALS, SIM_SEALS) < 0 ?
+			 rs_fail(RSHARE_E_IO, errno, "cannot seal the simulated table") :
+			 sim_map_add_new(fd, t, &m);
 	if (!status) {
-		/* Keep the set-up mapping as the context's table mapping. */
-		atomic_store(&((struct sim_view *)ctx->prov)->map, t);
+		fill_ctx(fd, m, ctx);
 		return RSHARE_OK;
 	}
-	munmap(t, var_off);
+	munmap(t, layout.var_area_off);
 fail:
 	close(fd);
 	return status;
@@ -122,57 +111,65 @@ static bool sim_owns_fd(int fd)
 
 static int sim_import(int fd, struct rs_ctx *ctx)
 {
-	struct sim_header hdr;
-	uint64_t var_off, size;
-	struct stat st;
-
-	int seals = fcntl(fd, F_GET_SEALS);
+	struct sim_map *m;
+	int seals = fcntl(fd, F_GET_SEALS), status;
 
 	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
 		return rs_fail(RSHARE_E_NODEV, 0, "fd %d is not a simulated device context", fd);
-	if (fstat(fd, &st) < 0 ||
-	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
-		return rs_fail(RSHARE_E_IO, errno, "cannot read the simulated table header");
-	sim_layout(page_size(), &var_off, &size);
-	/* The constants must be exactly what this library would have made:
-	 * after this point they are never read from shared memory again. */
-	if (hdr.layout != SIM_LAYOUT || hdr.page_size != page_size() ||
-	    hdr.max_objects != SIM_MAX_OBJECTS || hdr.var_pages != SIM_VAR_PAGES ||
-	    hdr.var_area_off != var_off || hdr.file_size != size ||
-	    (uint64_t)st.st_size != size || hdr.guid != SIM_GUID || hdr.table_id == 0 ||
-	    hdr.magic != SIM_MAGIC)
-		return rs_fail(RSHARE_E_NODEV, 0,
-			       "fd %d holds a simulated table of another layout or a damaged one",
-			       fd);
-	return attach(fd, &hdr, ctx);
+	status = sim_map_get(fd, &m);
+	if (status)
+		return status;
+	fill_ctx(fd, m, ctx);
+	return RSHARE_OK;
 }
 
 static void sim_close(struct rs_ctx *ctx)
 {
-	struct sim_view *v = ctx->prov;
-
-	sim_view_unmap(v);
-	free(v);
+	sim_map_put(ctx->prov);
 	close(ctx->fd);
 }
 
-static struct sim_view *view(struct rs_ctx *ctx)
+static int lock(struct rs_ctx *ctx, struct sim_table **t)
 {
-	return ctx->prov;
+	struct sim_map *m = ctx->prov;
+	int status = sim_lock(m, ctx->fd);
+
+	if (!status)
+		*t = m->t;
+	return status;
+}
+
+static void unlock(struct rs_ctx *ctx)
+{
+	sim_unlock(ctx->prov);
 }
 
 static int sim_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 {
-	uint32_t page;
+	struct sim_objv o = { .type = SIM_PD };
+	struct sim_table *t;
+	int status = lock(ctx, &t);
 
-	return sim_obj_alloc(view(ctx), SIM_PD, 0, &pd->handle, &pd->serial, &page);
+	if (status)
+		return status;
+	status = sim_create(t, &o, &pd->handle);
+	unlock(ctx);
+	if (!status)
+		pd->serial = o.serial;
+	return status;
 }
 
 static int sim_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd)
 {
-	uint32_t page;
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
 
-	return sim_obj_lookup(view(ctx), SIM_PD, pd->handle, pd->serial, &page);
+	if (status)
+		return status;
+	status = sim_find(t, SIM_PD, pd->handle, pd->serial, &o);
+	unlock(ctx);
+	return status;
 }
 
 static void sim_unimport(struct rs_ctx *ctx, void *obj)
@@ -187,34 +184,77 @@ static void sim_pd_unimport(struct rs_ctx *ctx, struct rs_pd_info *pd)
 
 static int sim_pd_dealloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 {
-	return sim_obj_free(view(ctx), SIM_PD, pd->handle, pd->serial);
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_PD, pd->handle, pd->serial, &o);
+	if (!status && o.mr_count)
+		status = rs_fail(RSHARE_E_BUSY, EBUSY,
+				 "PD %u still has %u memory region(s) registered; "
+				 "deregister them first", pd->handle, o.mr_count);
+	if (!status)
+		sim_destroy(t, pd->handle, &o);
+	unlock(ctx);
+	return status;
 }
 
-static void var_geometry(struct sim_view *v, struct rs_var_info *var)
+static void var_geometry(struct sim_map *m, struct rs_var_info *var)
 {
-	var->length = v->page_size;
-	var->mmap_off = v->var_area_off + (uint64_t)var->page_id * v->page_size;
+	var->length = m->page_size;
+	var->mmap_off = m->var_area_off + (uint64_t)var->page_id * m->page_size;
+}
+
+/* With the lock held: may VAR page p be given to a new VAR? Its owner
+ * record must name no live VAR on it (a record naming a dead or garbage
+ * object is a leak, taken back here), and no process may still map it. */
+static bool page_free(struct rs_ctx *ctx, struct sim_table *t, uint32_t p)
+{
+	uint32_t owner = SH_LOAD(t->s.var_owner[p]);
+	struct sim_objv o;
+
+	if (owner != 0 && owner <= SIM_MAX_OBJECTS &&
+	    sim_find_quiet(t, SIM_VAR, owner - 1, &o) && o.page == p)
+		return false;
+	return true;
 }
 
 static int sim_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
 {
-	struct sim_view *v = view(ctx);
-	int status = sim_obj_alloc(v, SIM_VAR, flags, &var->handle, &var->serial,
-				   &var->page_id);
+	struct sim_objv o = { .type = SIM_VAR, .flags = flags };
+	struct sim_map *m = ctx->prov;
+	struct sim_table *t;
+	uint32_t p;
+	int status = lock(ctx, &t);
 
 	if (status)
 		return status;
+	for (p = 0; p < SIM_VAR_PAGES && !page_free(ctx, t, p); p++)
+		;
+	if (p == SIM_VAR_PAGES) {
+		status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
+				 "all %u simulated VAR pages are in use (or still mapped by "
+				 "a process)", SIM_VAR_PAGES);
+		goto out;
+	}
+	var->page_id = p;
 	var->flags = flags;
-	var_geometry(v, var);
-	/* A new VAR starts zeroed, whatever its page held before. */
+	var_geometry(m, var);
+	/* A new VAR starts zeroed, whatever its page held before; done under
+	 * the lock, so nobody can see the page before it is clean. */
 	if (fallocate(ctx->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)var->mmap_off, var->length) < 0) {
-		int err = errno;
-		sim_obj_free(v, SIM_VAR, var->handle, var->serial);
-		return rs_fail(RSHARE_E_IO, err, "cannot clear simulated VAR page %u",
-			       var->page_id);
+		status = rs_fail(RSHARE_E_IO, errno, "cannot clear simulated VAR page %u", p);
+		goto out;
 	}
-	return RSHARE_OK;
+	o.page = p;
+	status = sim_create(t, &o, &var->handle);
+	var->serial = o.serial;
+out:
+	unlock(ctx);
+	return status;
 }
 
 static int sim_var_export(struct rs_ctx *ctx, struct rs_var_info *var)
@@ -226,15 +266,19 @@ static int sim_var_export(struct rs_ctx *ctx, struct rs_var_info *var)
 
 static int sim_var_import(struct rs_ctx *ctx, struct rs_var_info *var)
 {
-	struct sim_view *v = view(ctx);
 	struct rs_var_info want = *var;
-	uint32_t page;
-	int status = sim_obj_lookup(v, SIM_VAR, var->handle, var->serial, &page);
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
 
 	if (status)
 		return status;
-	want.page_id = page;
-	var_geometry(v, &want);
+	status = sim_find(t, SIM_VAR, var->handle, var->serial, &o);
+	unlock(ctx);
+	if (status)
+		return status;
+	want.page_id = o.page; /* validated: < SIM_VAR_PAGES */
+	var_geometry(ctx->prov, &want);
 	if (want.page_id != var->page_id || want.length != var->length ||
 	    want.mmap_off != var->mmap_off || var->priv_len != 0)
 		return rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
@@ -252,7 +296,17 @@ static void sim_var_unimport(struct rs_ctx *ctx, struct rs_var_info *var)
 
 static int sim_var_free(struct rs_ctx *ctx, struct rs_var_info *var)
 {
-	return sim_obj_free(view(ctx), SIM_VAR, var->handle, var->serial);
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_VAR, var->handle, var->serial, &o);
+	if (!status)
+		sim_destroy(t, var->handle, &o);
+	unlock(ctx);
+	return status;
 }
 
 const struct rs_provider rs_sim_provider = {

@@ -1,247 +1,336 @@
-#include "sim/sim_table.h"
-
+/*
+ * The simulated table's objects: lowest-free handles from a three-level
+ * bitmap, validated object copies, and the O(1) repair of an update whose
+ * holder died.
+ *
+ * Untrusted-memory rule (sim_table.h): every shared field is read once with
+ * SH_LOAD into a local and validated before use; a bitmap that lies is
+ * checked against the object slot itself and corrected, never believed.
+ */
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 
 #include "rshare/rshare.h"
+#include "sim/sim_table.h"
 #include "util/error.h"
 
-/* How long a live peer may hold the lock before we report BUSY rather than
- * hang: only a stopped or corrupting peer gets near it. */
-#define SIM_LOCK_TIMEOUT_S 5
+/* How many lies of the bitmap one allocation corrects before giving up. */
+#define ALLOC_TRIES 64
+#define NO_PD UINT32_MAX
 
-void sim_layout(uint32_t page_size, uint64_t *var_area_off, uint64_t *file_size)
+_Static_assert(sizeof(struct sim_obj) == 64, "object slots are 64 bytes");
+_Static_assert(sizeof(struct sim_header) <= 128, "header fits its pad");
+_Static_assert(SIM_MAX_OBJECTS == 64u * 64u * 64u, "three bitmap levels of 64");
+_Static_assert(SIM_VAR_PAGES <= 64 && SIM_DM_GRANULES <= 64, "budgets fit a word");
+
+void sim_layout(uint32_t page_size, struct sim_header *h)
 {
-	uint64_t off = (sizeof(struct sim_table) + page_size - 1) / page_size * page_size;
+	uint64_t ps = page_size;
 
-	*var_area_off = off;
-	*file_size = off + (uint64_t)SIM_VAR_PAGES * page_size;
+	memset(h, 0, sizeof(*h));
+	h->magic = SIM_MAGIC;
+	h->layout = SIM_LAYOUT;
+	h->page_size = page_size;
+	h->guid = SIM_GUID;
+	h->max_objects = SIM_MAX_OBJECTS;
+	h->var_pages = SIM_VAR_PAGES;
+	h->var_area_off = (sizeof(struct sim_table) + ps - 1) / ps * ps;
+	h->dm_area_off = h->var_area_off + (uint64_t)SIM_VAR_PAGES * ps;
+	h->dm_bytes = SIM_DM_BYTES;
+	h->file_size = h->dm_area_off + SIM_DM_BYTES;
 }
 
-int sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id)
+void sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id)
 {
-	pthread_mutexattr_t attr;
-	int err;
+	struct sim_header h;
 
-	t->h.layout = SIM_LAYOUT;
-	t->h.page_size = page_size;
-	t->h.table_id = table_id;
-	t->h.guid = SIM_GUID;
-	t->h.max_objects = SIM_MAX_OBJECTS;
-	t->h.var_pages = SIM_VAR_PAGES;
-	sim_layout(page_size, &t->h.var_area_off, &t->h.file_size);
-	t->next_serial = 1;
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-	err = pthread_mutex_init(&t->lock.mutex, &attr);
-	pthread_mutexattr_destroy(&attr);
-	if (err)
-		return rs_fail(RSHARE_E_IO, err, "cannot initialise the simulated table lock");
-	t->h.magic = SIM_MAGIC; /* last: a half-made table is never recognised */
-	return RSHARE_OK;
+	sim_layout(page_size, &h);
+	h.table_id = table_id;
+	h.magic = 0;
+	t->h = h;
+	t->s.next_serial = 1;
+	/* Last: a half-made table is never recognised. */
+	__atomic_store_n(&t->h.magic, SIM_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* After a holder died mid-update: drop what cannot be an object and make
- * the page map agree with the VARs that exist. Every update is ordered so
- * that this recovers it (an object's type is written last, cleared first). */
-static void sim_repair(struct sim_table *t)
+static inline uint64_t bit(uint32_t n)
 {
-	t->free_hint = 0;
-	memset(t->page_used, 0, sizeof(t->page_used));
-	for (uint32_t i = 0; i < SIM_MAX_OBJECTS; i++) {
-		struct sim_obj *o = &t->objs[i];
+	return 1ull << (n & 63);
+}
 
-		if (o->type == SIM_VAR && o->page_id < SIM_VAR_PAGES &&
-		    !t->page_used[o->page_id])
-			t->page_used[o->page_id] = 1;
-		else if (o->type != SIM_PD)
-			o->type = SIM_FREE;
+/* Handle h (< SIM_MAX_OBJECTS) is used: set its bit and the "full" bits
+ * above it that now hold. */
+static void mark_used(struct sim_table *t, uint32_t h)
+{
+	uint32_t k = h >> 6, i = k >> 6;
+	uint64_t leaf = SH_LOAD(t->s.leaf[k]) | bit(h), mid;
+
+	SH_STORE(t->s.leaf[k], leaf);
+	if (leaf != ~0ull)
+		return;
+	mid = SH_LOAD(t->s.mid[i]) | bit(k);
+	SH_STORE(t->s.mid[i], mid);
+	if (mid == ~0ull)
+		SH_STORE(t->s.top, SH_LOAD(t->s.top) | bit(i));
+}
+
+static void mark_free(struct sim_table *t, uint32_t h)
+{
+	uint32_t k = h >> 6, i = k >> 6;
+
+	SH_STORE(t->s.leaf[k], SH_LOAD(t->s.leaf[k]) & ~bit(h));
+	SH_STORE(t->s.mid[i], SH_LOAD(t->s.mid[i]) & ~bit(k));
+	SH_STORE(t->s.top, SH_LOAD(t->s.top) & ~bit(i));
+}
+
+/* Copy slot h (< SIM_MAX_OBJECTS) field by field, once each, and say
+ * whether the copy is a well-formed live object: its type known, its
+ * indices in range, and the resources it names recorded as its own. */
+static bool load_obj(struct sim_table *t, uint32_t h, struct sim_objv *o)
+{
+	const struct sim_obj *s = &t->objs[h];
+
+	o->type = SH_LOAD(s->type);
+	o->key = SH_LOAD(s->key);
+	o->serial = SH_LOAD(s->serial);
+	o->page = SH_LOAD(s->page);
+	o->flags = SH_LOAD(s->flags);
+	o->pd_handle = SH_LOAD(s->pd_handle);
+	o->mr_count = SH_LOAD(s->mr_count);
+	o->pd_serial = SH_LOAD(s->pd_serial);
+	o->addr = SH_LOAD(s->addr);
+	o->length = SH_LOAD(s->length);
+	o->dm_first = SH_LOAD(s->dm_first);
+	o->dm_count = SH_LOAD(s->dm_count);
+	switch (o->type) {
+	case SIM_PD:
+		if (o->mr_count > SIM_MAX_OBJECTS)
+			o->mr_count = SIM_MAX_OBJECTS; /* a count, not an index: clamp */
+		return true;
+	case SIM_VAR:
+		return o->page < SIM_VAR_PAGES && SH_LOAD(t->s.var_owner[o->page]) == h + 1;
+	case SIM_MR:
+		return o->pd_handle < SIM_MAX_OBJECTS && o->key <= 0xff;
+	case SIM_DM:
+		if (o->dm_first >= SIM_DM_GRANULES || o->dm_count == 0 ||
+		    o->dm_count > SIM_DM_GRANULES - o->dm_first || o->length == 0 ||
+		    o->length > (uint64_t)o->dm_count * SIM_DM_GRANULE)
+			return false;
+		for (uint32_t g = o->dm_first; g < o->dm_first + o->dm_count; g++)
+			if (SH_LOAD(t->s.dm_owner[g]) != h + 1)
+				return false;
+		return true;
+	default:
+		return false;
 	}
-}
-
-static int sim_map(struct sim_view *v, struct sim_table **out)
-{
-	struct sim_table *expected = NULL;
-	void *p = mmap(NULL, v->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-
-	if (p == MAP_FAILED)
-		return rs_fail(RSHARE_E_IO, errno, "cannot map the simulated object table");
-	/* Two threads may get here at once: one mapping wins. */
-	if (!atomic_compare_exchange_strong(&v->map, &expected, (struct sim_table *)p)) {
-		munmap(p, v->map_len);
-		p = expected;
-	}
-	*out = p;
-	return RSHARE_OK;
-}
-
-void sim_view_unmap(struct sim_view *v)
-{
-	struct sim_table *t = atomic_exchange(&v->map, NULL);
-
-	if (t)
-		munmap(t, v->map_len);
-}
-
-int sim_lock(struct sim_view *v, struct sim_table **out)
-{
-	struct sim_table *t = atomic_load_explicit(&v->map, memory_order_acquire);
-	struct timespec until;
-	int err;
-
-	if (!t) {
-		int status = sim_map(v, &t);
-		if (status)
-			return status;
-	}
-	/* The uncontended case takes no clock reading: only a wait needs a
-	 * deadline. */
-	err = pthread_mutex_trylock(&t->lock.mutex);
-	if (err == EBUSY) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += SIM_LOCK_TIMEOUT_S;
-		err = pthread_mutex_timedlock(&t->lock.mutex, &until);
-	}
-	*out = t;
-	if (err == EOWNERDEAD) {
-		sim_repair(t);
-		pthread_mutex_consistent(&t->lock.mutex);
-		return RSHARE_OK;
-	}
-	if (err == ETIMEDOUT)
-		return rs_fail(RSHARE_E_BUSY, err,
-			       "simulated object table locked by another process for %d s",
-			       SIM_LOCK_TIMEOUT_S);
-	if (err)
-		return rs_fail(RSHARE_E_IO, err,
-			       "simulated object table lock is unusable (corrupted by a peer?)");
-	return RSHARE_OK;
-}
-
-void sim_unlock(struct sim_table *t)
-{
-	pthread_mutex_unlock(&t->lock.mutex);
 }
 
 static const char *type_name(uint32_t type)
 {
-	return type == SIM_PD ? "PD" : "VAR";
+	static const char *const names[] = { "object", "PD", "VAR", "MR", "DM" };
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "object";
 }
 
-int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
-		  uint32_t *handle, uint64_t *serial, uint32_t *page_id)
+bool sim_find_quiet(struct sim_table *t, uint32_t type, uint32_t handle,
+		    struct sim_objv *o)
 {
-	struct sim_table *t;
-	uint32_t i, start, page = 0;
-	int status = sim_lock(v, &t);
-
-	if (status)
-		return status;
-	/* Lowest free handle first, as the kernel's ID allocator does; the
-	 * hint skips the run of used ones. A hint a peer scribbled on is only
-	 * a starting point: the scan wraps round before calling it full. */
-	start = t->free_hint < SIM_MAX_OBJECTS ? t->free_hint : 0;
-	for (i = start; i < SIM_MAX_OBJECTS && t->objs[i].type != SIM_FREE; i++)
-		;
-	if (i == SIM_MAX_OBJECTS) {
-		for (i = 0; i < start && t->objs[i].type != SIM_FREE; i++)
-			;
-		if (i == start)
-			i = SIM_MAX_OBJECTS;
-	}
-	if (i == SIM_MAX_OBJECTS) {
-		status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
-				 "simulated object table is full (%u objects)",
-				 SIM_MAX_OBJECTS);
-		goto out;
-	}
-	if (type == SIM_VAR) {
-		while (page < SIM_VAR_PAGES && t->page_used[page])
-			page++;
-		if (page == SIM_VAR_PAGES) {
-			status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
-					 "all %u simulated VAR pages are in use",
-					 SIM_VAR_PAGES);
-			goto out;
-		}
-		t->page_used[page] = 1;
-	}
-	t->objs[i].page_id = page;
-	t->objs[i].flags = flags;
-	t->objs[i].serial = t->next_serial++;
-	/* Publish last, and keep the compiler from hoisting it: a holder that
-	 * dies here must leave a table sim_repair() can make whole. */
-	atomic_signal_fence(memory_order_release);
-	t->objs[i].type = type;
-	t->free_hint = i + 1;
-	*handle = i;
-	*serial = t->objs[i].serial;
-	*page_id = page;
-out:
-	sim_unlock(t);
-	return status;
+	return handle < SIM_MAX_OBJECTS && load_obj(t, handle, o) && o->type == type;
 }
 
-/* With the lock held: the object named by (type, handle, serial), or NULL. */
-static struct sim_obj *find(struct sim_table *t, uint32_t type, uint32_t handle,
-			    uint64_t serial)
+int sim_find(struct sim_table *t, uint32_t type, uint32_t handle, uint64_t serial,
+	     struct sim_objv *o)
 {
-	struct sim_obj *o;
-
-	if (handle >= SIM_MAX_OBJECTS)
-		return NULL;
-	o = &t->objs[handle];
-	if (o->type != type || o->serial != serial ||
-	    (type == SIM_VAR && o->page_id >= SIM_VAR_PAGES))
-		return NULL;
-	return o;
-}
-
-static int not_found(uint32_t type, uint32_t handle, uint64_t serial)
-{
+	if (handle < SIM_MAX_OBJECTS && load_obj(t, handle, o) && o->type == type &&
+	    o->serial == serial)
+		return RSHARE_OK;
 	return rs_fail(RSHARE_E_NOT_FOUND, ENOENT,
 		       "simulated table has no %s with handle %u (serial %llu): "
 		       "it was freed or never existed",
 		       type_name(type), handle, (unsigned long long)serial);
 }
 
-int sim_obj_lookup(struct sim_view *v, uint32_t type, uint32_t handle,
-		   uint64_t serial, uint32_t *page_id)
+/* The lowest free handle. Each level's word is read once; a level that
+ * says "not full" of a word that is full, or a free bit on a used slot, is
+ * corrected and the search starts over, at most ALLOC_TRIES times. */
+static int find_free(struct sim_table *t, uint32_t *out)
 {
-	struct sim_table *t;
-	struct sim_obj *o;
-	int status = sim_lock(v, &t);
+	for (int tries = 0; tries < ALLOC_TRIES; tries++) {
+		uint64_t top = SH_LOAD(t->s.top), mid, leaf;
+		uint32_t i, k, h;
 
-	if (status)
-		return status;
-	o = find(t, type, handle, serial);
-	if (o)
-		*page_id = o->page_id;
-	sim_unlock(t);
-	return o ? RSHARE_OK : not_found(type, handle, serial);
+		if (top == ~0ull)
+			return rs_fail(RSHARE_E_NOMEM, ENOSPC,
+				       "simulated object table is full (%u objects)",
+				       SIM_MAX_OBJECTS);
+		i = (uint32_t)__builtin_ctzll(~top);
+		mid = SH_LOAD(t->s.mid[i]);
+		if (mid == ~0ull) {
+			SH_STORE(t->s.top, top | bit(i));
+			continue;
+		}
+		k = i * 64 + (uint32_t)__builtin_ctzll(~mid);
+		leaf = SH_LOAD(t->s.leaf[k]);
+		if (leaf == ~0ull) {
+			SH_STORE(t->s.mid[i], mid | bit(k));
+			continue;
+		}
+		h = k * 64 + (uint32_t)__builtin_ctzll(~leaf);
+		if (SH_LOAD(t->objs[h].type) != SIM_FREE) {
+			mark_used(t, h); /* the bitmap lied: believe the slot */
+			continue;
+		}
+		*out = h;
+		return RSHARE_OK;
+	}
+	return rs_fail(RSHARE_E_NOMEM, ENOSPC,
+		       "simulated object table's free map is damaged (%d corrections "
+		       "in one allocation)", ALLOC_TRIES);
 }
 
-int sim_obj_free(struct sim_view *v, uint32_t type, uint32_t handle, uint64_t serial)
+static void set_intent(struct sim_table *t, uint32_t op, uint32_t handle, uint32_t pd,
+		       uint32_t pd_mrs)
 {
-	struct sim_table *t;
-	struct sim_obj *o;
-	int status = sim_lock(v, &t);
+	SH_STORE(t->s.intent.handle, handle);
+	SH_STORE(t->s.intent.pd_handle, pd);
+	SH_STORE(t->s.intent.pd_mrs, pd_mrs);
+	SH_PUBLISH(t->s.intent.op, op);
+}
+
+static void clear_intent(struct sim_table *t)
+{
+	SH_PUBLISH(t->s.intent.op, (uint32_t)SIM_OP_NONE);
+}
+
+/* The live-MR count of PD pd, read once and clamped; 0 if pd is no PD. */
+static uint32_t pd_mrs(struct sim_table *t, uint32_t pd)
+{
+	uint32_t n;
+
+	if (pd >= SIM_MAX_OBJECTS || SH_LOAD(t->objs[pd].type) != SIM_PD)
+		return 0;
+	n = SH_LOAD(t->objs[pd].mr_count);
+	return n > SIM_MAX_OBJECTS ? SIM_MAX_OBJECTS : n;
+}
+
+static void set_pd_mrs(struct sim_table *t, uint32_t pd, uint32_t n)
+{
+	if (pd < SIM_MAX_OBJECTS && SH_LOAD(t->objs[pd].type) == SIM_PD)
+		SH_STORE(t->objs[pd].mr_count, n);
+}
+
+/* Point the resources an object names (VAR page, DM granules) at owner
+ * (handle + 1, or 0 to release those held by handle + 1 == was). */
+static void own_resources(struct sim_table *t, const struct sim_objv *o, uint32_t owner)
+{
+	if (o->type == SIM_VAR && o->page < SIM_VAR_PAGES)
+		SH_STORE(t->s.var_owner[o->page], owner);
+	if (o->type == SIM_DM && o->dm_first < SIM_DM_GRANULES &&
+	    o->dm_count <= SIM_DM_GRANULES - o->dm_first)
+		for (uint32_t g = o->dm_first; g < o->dm_first + o->dm_count; g++)
+			SH_STORE(t->s.dm_owner[g], owner);
+}
+
+int sim_create(struct sim_table *t, struct sim_objv *o, uint32_t *handle)
+{
+	struct sim_obj *s;
+	uint64_t serial;
+	uint32_t h = 0, pd = NO_PD, mrs = 0;
+	int status = find_free(t, &h);
 
 	if (status)
 		return status;
-	o = find(t, type, handle, serial);
-	if (o) {
-		o->type = SIM_FREE; /* unpublish first */
-		atomic_signal_fence(memory_order_release);
-		if (handle < t->free_hint)
-			t->free_hint = handle;
-		if (type == SIM_VAR)
-			t->page_used[o->page_id] = 0;
+	s = &t->objs[h];
+	if (o->type == SIM_MR) {
+		pd = o->pd_handle;
+		mrs = pd_mrs(t, pd);
 	}
-	sim_unlock(t);
-	return o ? RSHARE_OK : not_found(type, handle, serial);
+	/* Each step below leaves a state sim_repair can finish or undo. */
+	set_intent(t, SIM_OP_ALLOC, h, pd, mrs);
+	serial = SH_LOAD(t->s.next_serial);
+	if (serial == 0)
+		serial = 1;
+	SH_STORE(t->s.next_serial, serial + 1);
+	o->serial = serial;
+	o->key = o->type == SIM_MR ? (uint32_t)(serial & 0xff) : 0;
+	o->mr_count = 0;
+	own_resources(t, o, h + 1);
+	SH_STORE(s->key, o->key);
+	SH_STORE(s->serial, o->serial);
+	SH_STORE(s->page, o->page);
+	SH_STORE(s->flags, o->flags);
+	SH_STORE(s->pd_handle, o->pd_handle);
+	SH_STORE(s->mr_count, 0u);
+	SH_STORE(s->pd_serial, o->pd_serial);
+	SH_STORE(s->addr, o->addr);
+	SH_STORE(s->length, o->length);
+	SH_STORE(s->dm_first, o->dm_first);
+	SH_STORE(s->dm_count, o->dm_count);
+	SH_PUBLISH(s->type, o->type);
+	mark_used(t, h);
+	if (pd != NO_PD)
+		set_pd_mrs(t, pd, mrs < SIM_MAX_OBJECTS ? mrs + 1 : mrs);
+	clear_intent(t);
+	*handle = h;
+	return RSHARE_OK;
+}
+
+void sim_destroy(struct sim_table *t, uint32_t handle, const struct sim_objv *o)
+{
+	uint32_t pd = NO_PD, mrs = 0;
+
+	if (handle >= SIM_MAX_OBJECTS)
+		return;
+	if (o->type == SIM_MR) {
+		pd = o->pd_handle;
+		mrs = pd_mrs(t, pd);
+		mrs = mrs ? mrs - 1 : 0;
+	}
+	set_intent(t, SIM_OP_FREE, handle, pd, mrs);
+	SH_PUBLISH(t->objs[handle].type, (uint32_t)SIM_FREE); /* unpublish first */
+	own_resources(t, o, 0);
+	mark_free(t, handle);
+	if (pd != NO_PD)
+		set_pd_mrs(t, pd, mrs);
+	clear_intent(t);
+}
+
+/* The holder that wrote the intent died (or a peer wrote it): make its one
+ * object either whole and live or gone, its resources and bitmap bits
+ * agreeing, and its PD's MR count right. Bounded work: one slot, the 64 VAR
+ * pages and the 64 DM granules. */
+void sim_repair(struct sim_table *t)
+{
+	uint32_t h = SH_LOAD(t->s.intent.handle);
+	uint32_t pd = SH_LOAD(t->s.intent.pd_handle);
+	uint32_t mrs = SH_LOAD(t->s.intent.pd_mrs);
+	struct sim_objv o;
+	bool live;
+
+	if (h >= SIM_MAX_OBJECTS) {
+		clear_intent(t);
+		return;
+	}
+	live = load_obj(t, h, &o);
+	if (live) {
+		uint64_t next = SH_LOAD(t->s.next_serial);
+
+		mark_used(t, h);
+		if (next <= o.serial && o.serial != UINT64_MAX)
+			SH_STORE(t->s.next_serial, o.serial + 1);
+	} else {
+		SH_PUBLISH(t->objs[h].type, (uint32_t)SIM_FREE);
+		for (uint32_t p = 0; p < SIM_VAR_PAGES; p++)
+			if (SH_LOAD(t->s.var_owner[p]) == h + 1)
+				SH_STORE(t->s.var_owner[p], 0u);
+		for (uint32_t g = 0; g < SIM_DM_GRANULES; g++)
+			if (SH_LOAD(t->s.dm_owner[g]) == h + 1)
+				SH_STORE(t->s.dm_owner[g], 0u);
+		mark_free(t, h);
+	}
+	if (pd != NO_PD) {
+		if (mrs > SIM_MAX_OBJECTS)
+			mrs = SIM_MAX_OBJECTS;
+		set_pd_mrs(t, pd, mrs + (live && o.type == SIM_MR && o.pd_handle == pd));
+	}
+	clear_intent(t);
 }

@@ -4,40 +4,83 @@
  * One table models one kernel "ufile": every context that shares its
  * command fd sees the same objects, a handle means something only inside
  * it, and it disappears when its last fd (and mapping) goes. It lives at the
- * start of a sealed memfd, followed by the VAR pages, so other processes
- * receive it as an ordinary fd and map VAR pages through it.
+ * start of a sealed memfd, followed by the VAR pages and the device memory,
+ * so other processes receive it as an ordinary fd.
  *
- * Everything in the shared file is treated as untrusted after creation: a
- * peer may die holding the lock or scribble over the table. Constants are
- * validated once at import and then kept per process (struct sim_view);
- * mutable fields are range-checked on every read.
+ * THE RULE FOR EVERY SIM SOURCE FILE: the whole memfd is untrusted input,
+ * like bytes from a socket. Any process holding the fd can write any byte
+ * at any time, even while we hold the lock. So:
+ *   - every shared field is read once (SH_LOAD, one relaxed atomic load)
+ *     into a local, validated there, and only the local is used;
+ *   - no index, offset, length or count read from shared memory reaches a
+ *     pointer computation or a syscall before it is range-checked;
+ *   - shared writes go through SH_STORE (an atomic store: a racing peer is
+ *     a data race in the peer's process, never undefined behaviour in ours);
+ *   - nothing in shared memory is glibc's (no pthread object): the lock is
+ *     our own futex word whose every value is handled (sim_lock.c).
+ * A peer can therefore destroy, forge or leak objects of that table and
+ * deny service on it, as a process holding a kernel ufile cannot; it cannot
+ * make another process crash, write outside the table's file, or wait past
+ * the lock bound.
+ *
+ * The constants (struct sim_header) are validated once per process when it
+ * first imports the table and then kept in the process's registry entry
+ * (struct sim_map); they are never read from shared memory again.
  */
 #ifndef RSHARE_SIM_TABLE_H
 #define RSHARE_SIM_TABLE_H
 
 #include <pthread.h>
-#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-#define SIM_MAGIC 0x3142415453485352ull /* "RSHSTAB1" as little-endian bytes */
-#define SIM_LAYOUT 1
-#define SIM_MAX_OBJECTS 1024u
-#define SIM_VAR_PAGES 64u
+#define SIM_MAGIC 0x3242415453485352ull /* "RSHSTAB2" as little-endian bytes */
+#define SIM_LAYOUT 2
 #define SIM_GUID 0x02c0de5100000030ull /* sim0's node GUID */
 
-enum sim_obj_type { SIM_FREE = 0, SIM_PD = 1, SIM_VAR = 2 };
+/* Handles: three levels of 64-bit "used" bitmaps, so finding the lowest
+ * free handle is three loads and three ctz, whatever is live. */
+#define SIM_MAX_OBJECTS (64u * 64u * 64u) /* 262,144 live objects per table */
+#define SIM_VAR_PAGES 64u                 /* device-wide VAR budget, as mlx5's */
+#define SIM_DM_GRANULE 4096u              /* device memory allocation unit */
+#define SIM_DM_GRANULES 64u
+#define SIM_DM_BYTES (SIM_DM_GRANULE * SIM_DM_GRANULES) /* 256 KiB per device */
 
+/* How long a call waits for the table lock by default before it answers
+ * RSHARE_E_BUSY; RSHARE_SIM_LOCK_MS overrides it (read once per process;
+ * tests use it to keep CI fast). */
+#define SIM_LOCK_BOUND_MS 5000u
+
+/* One shared load or store of a field. Relaxed: the lock orders honest
+ * writers; a dishonest one can only change values, which we validate. */
+#define SH_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SH_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+/* A store that publishes (an object's type): every store before it lands
+ * first, so a holder that dies leaves something sim_repair understands. */
+#define SH_PUBLISH(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+enum sim_obj_type { SIM_FREE = 0, SIM_PD = 1, SIM_VAR = 2, SIM_MR = 3, SIM_DM = 4 };
+
+/* One object slot, 64 bytes. Which fields mean something depends on type. */
 struct sim_obj {
-	uint32_t type;     /* enum sim_obj_type; anything else is corruption */
-	uint32_t page_id;  /* VAR: its page */
-	uint64_t serial;   /* creation serial: tells a reused handle apart */
-	uint32_t flags;    /* VAR: allocation flags */
-	uint32_t reserved;
+	uint32_t type;      /* enum sim_obj_type; anything else is garbage */
+	uint32_t key;       /* MR: the key byte of its lkey/rkey */
+	uint64_t serial;    /* creation serial: tells a reused handle apart */
+	uint32_t page;      /* VAR: its page */
+	uint32_t flags;     /* VAR: allocation flags; MR: access flags */
+	uint32_t pd_handle; /* MR: its PD */
+	uint32_t mr_count;  /* PD: live MRs registered on it (a hint a peer may bend) */
+	uint64_t pd_serial; /* MR: its PD's serial */
+	uint64_t addr;      /* MR: the registering process's address */
+	uint64_t length;    /* MR, DM: bytes */
+	uint32_t dm_first;  /* DM: first granule */
+	uint32_t dm_count;  /* DM: granules */
 };
 
 /* The constants, written once by the creator before anyone else can see
- * the table, and validated by every importer. */
+ * the table, validated by every importing process, then never re-read. */
 struct sim_header {
 	uint64_t magic;
 	uint32_t layout;
@@ -47,54 +90,122 @@ struct sim_header {
 	uint32_t max_objects;
 	uint32_t var_pages;
 	uint64_t var_area_off;
+	uint64_t dm_area_off;
+	uint64_t dm_bytes;
 	uint64_t file_size;
+};
+
+/* What the lock holder is in the middle of, so a successor can finish or
+ * undo exactly that after the holder died: O(1) repair. */
+enum sim_op { SIM_OP_NONE = 0, SIM_OP_ALLOC = 1, SIM_OP_FREE = 2 };
+struct sim_intent {
+	uint32_t op;        /* enum sim_op */
+	uint32_t handle;    /* the object being made or destroyed */
+	uint32_t pd_handle; /* MR: its PD, whose count moves with it */
+	uint32_t pd_mrs;    /* MR: that PD's count without this MR */
+};
+
+struct sim_shared {
+	/* The lock: owner pid in the low half (the futex word), the owner's
+	 * start-time tag in the high half; 0 when free. sim_lock.c. */
+	uint64_t lock;
+	uint32_t waiters; /* a hint for unlock: someone may be in FUTEX_WAIT */
+	uint32_t reserved;
+	uint64_t next_serial;
+	struct sim_intent intent;
+	uint32_t var_owner[SIM_VAR_PAGES];  /* handle + 1 of the VAR on the page, 0 free */
+	uint32_t dm_owner[SIM_DM_GRANULES]; /* handle + 1 of the DM on the granule */
+	uint64_t top;                       /* bit i: mid[i] is full */
+	uint64_t mid[64];                   /* bit j of mid[i]: leaf[64i + j] is full */
+	uint64_t leaf[SIM_MAX_OBJECTS / 64]; /* bit b of leaf[k]: handle 64k + b used */
 };
 
 struct sim_table {
 	struct sim_header h;
-	/* shared state, under lock */
-	union {
-		pthread_mutex_t mutex; /* robust, process-shared */
-		uint8_t pad[64];
-	} lock;
-	uint64_t next_serial;
-	uint32_t free_hint; /* no free object below this index */
-	uint32_t reserved;
-	uint8_t page_used[SIM_VAR_PAGES];
+	uint8_t pad0[128 - sizeof(struct sim_header)];
+	struct sim_shared s;
 	struct sim_obj objs[SIM_MAX_OBJECTS];
 };
 
-/* A process's validated view of one table. The table is mapped on first
- * use: a context that is only received and passed on (or closed) never
- * pays for the mapping. */
-struct sim_view {
-	_Atomic(struct sim_table *) map; /* NULL until the first table operation */
-	int fd;
-	size_t map_len;
+/*
+ * A process's one view of one table (the registry, sim_registry.c): every
+ * context of that table in this process shares it, whichever way its fd
+ * came. Found by the file's (st_dev, st_ino); dropped, mapping and all, when
+ * the last context of the table in this process closes, so a process that
+ * sees many tables over time holds only those it still has open.
+ */
+struct sim_map {
+	struct sim_map *next;
+	dev_t st_dev;
+	ino_t st_ino;
+	unsigned refs;           /* contexts of this table in this process */
+	/* Serialises this process's threads on the table: the shared lock
+	 * then only has to tell processes apart. Covers everything below. */
+	pthread_mutex_t local;
+	struct sim_table *t;     /* mapped on first use; NULL before */
+	/* The validated constants. */
 	uint32_t page_size;
-	uint64_t var_area_off;
 	uint64_t table_id;
+	uint64_t map_len;
+	uint64_t var_area_off;
+	uint64_t dm_area_off;
+	/* This process's own open file description of the memfd (reopened
+	 * through /proc/self/fd, so it is not shared with any other process
+	 * the way an fd passed by SCM_RIGHTS is): it carries the OFD read locks
+	 * that say "this process maps VAR page p". -1 until needed. */
+	int ofd;
+	pid_t ofd_pid;           /* the process that opened ofd (fork check) */
+	uint32_t page_maps[SIM_VAR_PAGES]; /* live mappings of each page here */
 };
 
 /* Layout of a table for this machine's page size. */
-void sim_layout(uint32_t page_size, uint64_t *var_area_off, uint64_t *file_size);
+void sim_layout(uint32_t page_size, struct sim_header *h);
 
-/* Initialise a fresh, zeroed table. */
-int sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id);
+/* Initialise a fresh, zeroed table (the creator only, before sharing). */
+void sim_table_init(struct sim_table *t, uint32_t page_size, uint64_t table_id);
 
-/* Lock the table (mapping it first if needed), repairing it if the previous
- * holder died. On success *t is the mapped table. */
-int sim_lock(struct sim_view *v, struct sim_table **t);
-void sim_unlock(struct sim_table *t);
-/* Drop the mapping, if any. */
-void sim_view_unmap(struct sim_view *v);
+/* Registry: the entry for the table in fd, validated (hdr) when this
+ * process sees it first; takes a reference. */
+int sim_map_get(int fd, struct sim_map **out);
+/* Register a table this process has just made and mapped. */
+int sim_map_add_new(int fd, struct sim_table *t, struct sim_map **out);
+void sim_map_put(struct sim_map *m);
 
-/* Table operations; each takes the lock itself. Handles are object indices.
- * NOT_FOUND when handle/serial/type do not name a live object. */
-int sim_obj_alloc(struct sim_view *v, uint32_t type, uint32_t flags,
-		  uint32_t *handle, uint64_t *serial, uint32_t *page_id);
-int sim_obj_lookup(struct sim_view *v, uint32_t type, uint32_t handle,
-		   uint64_t serial, uint32_t *page_id);
-int sim_obj_free(struct sim_view *v, uint32_t type, uint32_t handle, uint64_t serial);
+/* Lock the table (mapping it through fd first if needed), finishing the
+ * half-done update of a holder that died. On success the table is
+ * m->t and the caller must sim_unlock(m). BUSY past the bound. */
+int sim_lock(struct sim_map *m, int fd);
+void sim_unlock(struct sim_map *m);
+/* The bound in ms (SIM_LOCK_BOUND_MS or RSHARE_SIM_LOCK_MS). */
+unsigned sim_lock_bound_ms(void);
+
+/* With the lock held: make the object named by the intent record whole
+ * again (done by sim_lock whenever it finds an intent left behind). */
+void sim_repair(struct sim_table *t);
+
+/* A validated copy of one live object. */
+struct sim_objv {
+	uint32_t type, key, page, flags, pd_handle, mr_count, dm_first, dm_count;
+	uint64_t serial, pd_serial, addr, length;
+};
+
+/* Table operations, with the lock held. Handles are object indices.
+ * sim_find: NOT_FOUND (recorded) unless (type, handle, serial) names a
+ * live, well-formed object; *o gets its validated copy. */
+int sim_find(struct sim_table *t, uint32_t type, uint32_t handle, uint64_t serial,
+	     struct sim_objv *o);
+/* The same without recording an error: for probes. */
+bool sim_find_quiet(struct sim_table *t, uint32_t type, uint32_t handle,
+		    struct sim_objv *o);
+/* Take the lowest free handle and publish o (type and attributes; serial,
+ * and key for an MR, are filled in). Resources named in o (VAR page, DM
+ * granules) must have been chosen free by the caller. */
+int sim_create(struct sim_table *t, struct sim_objv *o, uint32_t *handle);
+/* Destroy the object o (as sim_find gave it) at handle. */
+void sim_destroy(struct sim_table *t, uint32_t handle, const struct sim_objv *o);
+
+/* The pid's start-time tag (low 32 bits of /proc/PID/stat's starttime);
+ * 0 if it cannot be read. Tells a process from a later one with its pid. */
+uint32_t sim_start_tag(pid_t pid);
 
 #endif

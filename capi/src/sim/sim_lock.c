@@ -1,0 +1,221 @@
+/*
+ * The table lock: a 64-bit word in shared memory, no glibc internals.
+ *
+ * Untrusted-memory rule (sim_table.h): every value of the word is handled.
+ *
+ *   0                  free: take it with one CAS (the uncontended path)
+ *   tag << 32 | pid    held by process pid whose start-time tag is tag
+ *
+ * Threads of one process are serialised first by the process-local mutex of
+ * the table's registry entry, so the shared word only has to tell processes
+ * apart. A waiter spins briefly, then sleeps in FUTEX_WAIT on the low half
+ * (the pid) with a short timeout, and after each sleep asks whether the
+ * owner still exists: not a plausible pid, our own pid (no thread of ours can
+ * hold it: we hold the local mutex), no such process (kill(pid, 0) gives
+ * ESRCH) or a process of another start time (the pid was reused) all mean
+ * nobody holds it, and the waiter takes it over by CAS. Whatever the holder
+ * left half done is then finished or undone from the intent record
+ * (sim_repair). A live owner that keeps it longer than the bound gets the
+ * waiter RSHARE_E_BUSY. kill() is only ever called with signal 0 and a pid
+ * in [1, PID_MAX_LIMIT]: it never sends anything.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rshare/rshare.h"
+#include "sim/sim_table.h"
+#include "util/error.h"
+
+#define PID_LIMIT 4194304 /* the kernel's PID_MAX_LIMIT */
+#define SPINS 200
+#define NAP_NS 2000000L /* 2 ms between liveness checks */
+
+/* This process's lock value; recomputed after fork (the child is another
+ * process with its own pid and start time). */
+static uint64_t my_value;
+static pid_t my_pid;
+static pthread_once_t bound_once = PTHREAD_ONCE_INIT;
+static unsigned bound_ms = SIM_LOCK_BOUND_MS;
+
+static void read_bound(void)
+{
+	const char *e = getenv("RSHARE_SIM_LOCK_MS");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return;
+	v = strtoul(e, &end, 10);
+	if (*end == '\0' && v >= 1 && v <= 600000)
+		bound_ms = (unsigned)v;
+}
+
+unsigned sim_lock_bound_ms(void)
+{
+	pthread_once(&bound_once, read_bound);
+	return bound_ms;
+}
+
+uint32_t sim_start_tag(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name may hold anything, ')' included: fields start
+	 * after the last ')'. starttime is field 22, 20 fields after it. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return (uint32_t)start | 1; /* never 0: 0 means "unknown" */
+}
+
+static uint64_t my_lock_value(void)
+{
+	pid_t pid = getpid();
+
+	if (pid != my_pid) {
+		my_value = (uint64_t)sim_start_tag(pid) << 32 | (uint32_t)pid;
+		my_pid = pid;
+	}
+	return my_value;
+}
+
+/* May the holder recorded in v still hold the lock? False for anything
+ * that is not a live process of that start time. */
+static bool holder_alive(uint64_t v, uint64_t mine)
+{
+	uint32_t pid = (uint32_t)v, tag = (uint32_t)(v >> 32), now;
+
+	if (pid == 0 || pid > PID_LIMIT || pid == (uint32_t)mine)
+		return false;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return false;
+	now = sim_start_tag((pid_t)pid);
+	/* An unreadable /proc entry proves nothing: assume alive. */
+	return now == 0 || now == tag;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool try_take(uint64_t *word, uint64_t expect, uint64_t mine)
+{
+	return __atomic_compare_exchange_n(word, &expect, mine, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+/* The futex is the low half (the pid) of the little-endian word. */
+static uint32_t *futex_word(struct sim_table *t)
+{
+	return (uint32_t *)(void *)&t->s.lock;
+}
+
+static int lock_slow(struct sim_table *t, uint64_t mine)
+{
+	uint64_t deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
+	uint64_t v;
+
+	for (int i = 0; i < SPINS; i++) {
+		v = SH_LOAD(t->s.lock);
+		if (v == 0 && try_take(&t->s.lock, 0, mine))
+			return RSHARE_OK;
+		__builtin_ia32_pause();
+	}
+	for (;;) {
+		struct timespec nap = { 0, NAP_NS };
+
+		v = SH_LOAD(t->s.lock);
+		if (v == 0 || !holder_alive(v, mine)) {
+			if (try_take(&t->s.lock, v, mine))
+				return RSHARE_OK;
+			continue;
+		}
+		if (now_ns() >= deadline)
+			return rs_fail(RSHARE_E_BUSY, ETIMEDOUT,
+				       "simulated object table locked by another process "
+				       "(pid %u) for %u ms", (unsigned)(uint32_t)v,
+				       sim_lock_bound_ms());
+		__atomic_fetch_add(&t->s.waiters, 1, __ATOMIC_RELAXED);
+		/* Any result (woken, value changed, timed out, interrupted)
+		 * just means: look again. */
+		syscall(SYS_futex, futex_word(t), FUTEX_WAIT, (uint32_t)v, &nap, NULL, 0);
+		__atomic_fetch_sub(&t->s.waiters, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static int map_table(struct sim_map *m, int fd)
+{
+	void *p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return rs_fail(RSHARE_E_IO, errno, "cannot map the simulated object table");
+	m->t = p;
+	return RSHARE_OK;
+}
+
+int sim_lock(struct sim_map *m, int fd)
+{
+	uint64_t mine;
+	int status;
+
+	pthread_mutex_lock(&m->local);
+	if (!m->t && (status = map_table(m, fd)) != RSHARE_OK)
+		goto fail;
+	mine = my_lock_value();
+	if (!try_take(&m->t->s.lock, 0, mine) &&
+	    (status = lock_slow(m->t, mine)) != RSHARE_OK)
+		goto fail;
+	/* A holder that died mid-update (or a peer's scribble) left an
+	 * intent: settle it before anything else reads the table. */
+	if (SH_LOAD(m->t->s.intent.op) != SIM_OP_NONE)
+		sim_repair(m->t);
+	return RSHARE_OK;
+fail:
+	pthread_mutex_unlock(&m->local);
+	return status;
+}
+
+void sim_unlock(struct sim_map *m)
+{
+	struct sim_table *t = m->t;
+
+	/* Release only if it is still ours: a peer may have overwritten it,
+	 * and then it is not ours to clear. */
+	uint64_t mine = my_value;
+
+	if (__atomic_compare_exchange_n(&t->s.lock, &mine, 0, false, __ATOMIC_RELEASE,
+					__ATOMIC_RELAXED) &&
+	    SH_LOAD(t->s.waiters) != 0)
+		syscall(SYS_futex, futex_word(t), FUTEX_WAKE, 1, NULL, NULL, 0);
+	pthread_mutex_unlock(&m->local);
+}
