@@ -1,0 +1,113 @@
+/*
+ * Kernel scale: 100,000 live objects in one table, handles handed out
+ * lowest-free first as the kernel's IDR does, memory that follows what is
+ * live (the memfd is sparse), and one mapping of a table per process however
+ * many contexts of it the process holds.
+ */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "sim_peer.h"
+
+#define LIVE 100000
+
+/* Mappings of this process whose path names the sim memfd. */
+static int sim_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	REQUIRE(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "rshare-sim0"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static long long file_bytes(int fd)
+{
+	struct stat st;
+
+	REQUIRE(fstat(fd, &st) == 0);
+	return (long long)st.st_blocks * 512;
+}
+
+int main(void)
+{
+	static rshare_pd *pds[LIVE];
+	static rshare_device *ctxs[1000];
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_var *vars[SIM_VAR_PAGES];
+	rshare_device *dev;
+	rshare_pd *pd, *imp;
+	uint32_t h;
+	size_t len;
+	int fd, i, ok = 1;
+	long long empty;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	empty = file_bytes(fd);
+	CHECK(empty < 256 * 1024); /* sparse: nothing live, little used */
+
+	/* 100,000 PDs and every VAR page, live together; handles 0, 1, 2 ... */
+	for (i = 0; i < LIVE && ok; i++) {
+		ok = rshare_pd_alloc(dev, &pds[i]) == RSHARE_OK &&
+		     rshare_pd_handle(pds[i], &h) == RSHARE_OK && h == (uint32_t)i;
+	}
+	CHECK(ok && i == LIVE);
+	for (i = 0; i < (int)SIM_VAR_PAGES; i++)
+		CHECK_OK(rshare_var_alloc(dev, 0, &vars[i]));
+	/* 64-byte objects: the file holds about what is live. */
+	CHECK(file_bytes(fd) < empty + (long long)LIVE * 64 + 2 * 1024 * 1024);
+	CHECK(file_bytes(fd) > (long long)LIVE * 64 / 2);
+
+	/* Every one of them is there, for another context too. */
+	len = export_pd(pds[LIVE - 1], blob);
+	CHECK_OK(rshare_pd_import(dev, blob, len, &imp));
+	CHECK_OK(rshare_pd_unimport(imp));
+
+	/* Lowest free first: holes are refilled in order. */
+	CHECK_OK(rshare_pd_free(pds[70000]));
+	CHECK_OK(rshare_pd_free(pds[5000]));
+	CHECK_OK(rshare_pd_free(pds[64 * 64 + 1]));
+	CHECK_OK(rshare_pd_alloc(dev, &pds[64 * 64 + 1]));
+	CHECK_OK(rshare_pd_handle(pds[64 * 64 + 1], &h));
+	CHECK(h == 64 * 64 + 1);
+	CHECK_OK(rshare_pd_alloc(dev, &pds[5000]));
+	CHECK_OK(rshare_pd_handle(pds[5000], &h));
+	CHECK(h == 5000);
+	CHECK_OK(rshare_pd_alloc(dev, &pds[70000]));
+	CHECK_OK(rshare_pd_handle(pds[70000], &h));
+	CHECK(h == 70000);
+	/* The churn pattern (free the newest, allocate again) at the top. */
+	for (i = 0; i < 1000; i++) {
+		CHECK_OK(rshare_pd_alloc(dev, &pd));
+		CHECK_OK(rshare_pd_handle(pd, &h));
+		CHECK(h == LIVE + SIM_VAR_PAGES);
+		CHECK_OK(rshare_pd_free(pd));
+	}
+	for (i = 0; i < (int)SIM_VAR_PAGES; i++)
+		CHECK_OK(rshare_var_free(vars[i]));
+	for (i = 0; i < LIVE; i++)
+		if (rshare_pd_free(pds[i]) != RSHARE_OK)
+			break;
+	CHECK(i == LIVE);
+
+	/* One mapping per table per process: 1,000 contexts of it cost no
+	 * more mappings, and the last close drops the one there is. */
+	CHECK(sim_mappings() == 1);
+	for (i = 0; i < 1000; i++)
+		CHECK_OK(rshare_device_import(fd, &ctxs[i]));
+	CHECK_OK(rshare_pd_alloc(ctxs[999], &pd));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK(sim_mappings() == 1);
+	for (i = 0; i < 1000; i++)
+		CHECK_OK(rshare_device_close(ctxs[i]));
+	CHECK(sim_mappings() == 1);
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(sim_mappings() == 0);
+	TEST_DONE();
+}
