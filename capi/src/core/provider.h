@@ -114,6 +114,16 @@ struct rs_provider {
 	void (*var_unimport)(struct rs_ctx *ctx, struct rs_var_info *var);
 	int (*var_free)(struct rs_ctx *ctx, struct rs_var_info *var);
 
+	/* Optional (NULL: the core mmaps ctx->fd at var->mmap_off and
+	 * munmaps itself, as on hardware, where the kernel keeps a freed VAR's
+	 * page until its last mapping goes). Map the VAR's page into this
+	 * process, and unmap it: the simulated device uses them to know which
+	 * pages are still mapped somewhere, so that it never gives such a page
+	 * to a new VAR. var_map: RSHARE_E_IO if the VAR no longer exists or
+	 * the mapping fails. */
+	int (*var_map)(struct rs_ctx *ctx, const struct rs_var_info *var, void **addr);
+	void (*var_unmap)(struct rs_ctx *ctx, const struct rs_var_info *var, void *addr);
+
 	/* Since 1.1. Any of these may be NULL: the core answers
 	 * RSHARE_E_UNSUPPORTED. */
 

@@ -32,13 +32,40 @@ static int var_destroy(struct rs_obj *obj)
 	return obj->dev->ctx.ops->var_free(&obj->dev->ctx, &obj->u.var.info);
 }
 
+/* Through the provider when it wants to know (sim0), else directly. */
+static void unmap_page(struct rs_obj *obj, void *addr)
+{
+	struct rs_ctx *ctx = &obj->dev->ctx;
+
+	if (ctx->ops->var_unmap)
+		ctx->ops->var_unmap(ctx, &obj->u.var.info, addr);
+	else
+		munmap(addr, obj->u.var.info.length);
+}
+
+static int map_page(struct rs_obj *obj, void **addr)
+{
+	const struct rs_var_info *info = &obj->u.var.info;
+	struct rs_ctx *ctx = &obj->dev->ctx;
+
+	if (ctx->ops->var_map)
+		return ctx->ops->var_map(ctx, info, addr);
+	*addr = mmap(NULL, info->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fd,
+		     (off_t)info->mmap_off);
+	if (*addr == MAP_FAILED)
+		return rs_fail(RSHARE_E_IO, errno,
+			       "mmap of VAR page %u (%u bytes at offset 0x%llx) failed",
+			       info->page_id, info->length, (unsigned long long)info->mmap_off);
+	return RSHARE_OK;
+}
+
 static void var_unmap(struct rs_obj *obj)
 {
 	void *addr = atomic_load_explicit(&obj->u.var.addr, memory_order_acquire);
 
 	/* Unmapped (the common case on release): no locked operation. */
 	if (addr && atomic_compare_exchange_strong(&obj->u.var.addr, &addr, NULL))
-		munmap(addr, obj->u.var.info.length);
+		unmap_page(obj, addr);
 }
 
 /* The provider adds what its importer needs (hardware: the rdma-core
@@ -143,15 +170,8 @@ int rshare_var_map(rshare_var *var, void **addr)
 	obj = &slot->u.obj;
 	cur = atomic_load(&obj->u.var.addr);
 	if (!cur) {
-		const struct rs_var_info *info = &obj->u.var.info;
-
-		mine = mmap(NULL, info->length, PROT_READ | PROT_WRITE, MAP_SHARED,
-			    obj->dev->ctx.fd, (off_t)info->mmap_off);
-		if (mine == MAP_FAILED) {
-			status = rs_fail(RSHARE_E_IO, errno,
-					 "mmap of VAR page %u (%u bytes at offset 0x%llx) failed",
-					 info->page_id, info->length,
-					 (unsigned long long)info->mmap_off);
+		status = map_page(obj, &mine);
+		if (status) {
 			rs_unpin(slot);
 			RS_RETURN(status);
 		}
@@ -159,7 +179,7 @@ int rshare_var_map(rshare_var *var, void **addr)
 		if (atomic_compare_exchange_strong(&obj->u.var.addr, &cur, mine))
 			cur = mine;
 		else
-			munmap(mine, info->length);
+			unmap_page(obj, mine);
 	}
 	*addr = cur;
 	rs_unpin(slot);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "sim/sim_mem.h"
 #include "sim/sim_table.h"
 #include "util/error.h"
 #include "util/fdutil.h"
@@ -218,7 +219,7 @@ static bool page_free(struct rs_ctx *ctx, struct sim_table *t, uint32_t p)
 	if (owner != 0 && owner <= SIM_MAX_OBJECTS &&
 	    sim_find_quiet(t, SIM_VAR, owner - 1, &o) && o.page == p)
 		return false;
-	return true;
+	return sim_page_unmapped(ctx->prov, p);
 }
 
 static int sim_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
@@ -231,6 +232,9 @@ static int sim_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info 
 
 	if (status)
 		return status;
+	status = sim_pages_ready(m, ctx->fd); /* to ask who maps a page */
+	if (status)
+		goto out;
 	for (p = 0; p < SIM_VAR_PAGES && !page_free(ctx, t, p); p++)
 		;
 	if (p == SIM_VAR_PAGES) {
@@ -309,6 +313,57 @@ static int sim_var_free(struct rs_ctx *ctx, struct rs_var_info *var)
 	return status;
 }
 
+/* Map the page of a VAR that still exists, recording (before the table
+ * lock is dropped, so no allocator can miss it) that this process maps it. */
+static int sim_var_map(struct rs_ctx *ctx, const struct rs_var_info *var, void **addr)
+{
+	struct sim_map *m = ctx->prov;
+	struct rs_var_info geo = *var;
+	struct sim_objv o;
+	struct sim_table *t;
+	void *p;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_VAR, var->handle, var->serial, &o);
+	if (!status && o.page != var->page_id)
+		status = RSHARE_E_NOT_FOUND;
+	if (status)
+		status = rs_fail(RSHARE_E_IO, ESTALE,
+				 "cannot map VAR %u: it was freed (its page may belong to "
+				 "another VAR now)", var->handle);
+	if (!status)
+		status = sim_page_hold(m, ctx->fd, o.page);
+	unlock(ctx);
+	if (status)
+		return status;
+	geo.page_id = o.page;
+	var_geometry(m, &geo);
+	p = mmap(NULL, geo.length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fd,
+		 (off_t)geo.mmap_off);
+	if (p == MAP_FAILED) {
+		status = rs_fail(RSHARE_E_IO, errno, "mmap of simulated VAR page %u failed",
+				 o.page);
+		pthread_mutex_lock(&m->local);
+		sim_page_release(m, o.page);
+		pthread_mutex_unlock(&m->local);
+		return status;
+	}
+	*addr = p;
+	return RSHARE_OK;
+}
+
+static void sim_var_unmap(struct rs_ctx *ctx, const struct rs_var_info *var, void *addr)
+{
+	struct sim_map *m = ctx->prov;
+
+	munmap(addr, m->page_size);
+	pthread_mutex_lock(&m->local);
+	sim_page_release(m, var->page_id);
+	pthread_mutex_unlock(&m->local);
+}
+
 const struct rs_provider rs_sim_provider = {
 	.name = "sim",
 	.id = RSHARE_PROVIDER_SIM,
@@ -326,4 +381,17 @@ const struct rs_provider rs_sim_provider = {
 	.var_import = sim_var_import,
 	.var_unimport = sim_var_unimport,
 	.var_free = sim_var_free,
+	.var_map = sim_var_map,
+	.var_unmap = sim_var_unmap,
+	.caps = sim_caps,
+	.mr_reg = sim_mr_reg,
+	.mr_import = sim_mr_import,
+	.mr_unimport = sim_mr_unimport,
+	.mr_dereg = sim_mr_dereg,
+	.dm_alloc = sim_dm_alloc,
+	.dm_import = sim_dm_import,
+	.dm_unimport = sim_dm_unimport,
+	.dm_free = sim_dm_free,
+	.dm_write = sim_dm_write,
+	.dm_read = sim_dm_read,
 };

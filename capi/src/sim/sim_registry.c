@@ -46,9 +46,20 @@ static void reg_release(void)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* After a fork both processes map what the parent mapped, through one
+ * shared open file description. Each takes a description of its own with
+ * the locks for its mappings, then drops the shared one, whose locks thus
+ * last until both have theirs (sim_pages.c). */
+static void reg_after_fork(void)
+{
+	for (struct sim_map *m = entries; m; m = m->next)
+		sim_pages_after_fork(m);
+	reg_release();
+}
+
 static void register_atfork(void)
 {
-	pthread_atfork(reg_prepare, reg_release, reg_release);
+	pthread_atfork(reg_prepare, reg_after_fork, reg_after_fork);
 }
 
 static void lock_registry(void)

@@ -204,6 +204,18 @@ int sim_create(struct sim_table *t, struct sim_objv *o, uint32_t *handle);
 /* Destroy the object o (as sim_find gave it) at handle. */
 void sim_destroy(struct sim_table *t, uint32_t handle, const struct sim_objv *o);
 
+/* VAR page mappings (sim_pages.c), all with m->local held (sim_lock or
+ * directly). sim_pages_ready: make sure this process has its own open file
+ * description of the table. sim_page_unmapped: no process maps page p (the
+ * allocator's test). sim_page_hold/release: this process maps page p / no
+ * longer (one call per mapping). */
+int sim_pages_ready(struct sim_map *m, int fd);
+bool sim_page_unmapped(struct sim_map *m, uint32_t p);
+int sim_page_hold(struct sim_map *m, int fd, uint32_t p);
+void sim_page_release(struct sim_map *m, uint32_t p);
+/* In a forked child: take a description of its own (registry's atfork). */
+void sim_pages_after_fork(struct sim_map *m);
+
 /* The pid's start-time tag (low 32 bits of /proc/PID/stat's starttime);
  * 0 if it cannot be read. Tells a process from a later one with its pid. */
 uint32_t sim_start_tag(pid_t pid);

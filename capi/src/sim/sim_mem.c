@@ -1,0 +1,287 @@
+/*
+ * sim0's memory regions and device memory, on the simulated table.
+ *
+ * MR: the table records its PD (handle and serial), address, length,
+ * access and a key byte; lkey = rkey = handle << 8 | key, as mlx5 builds an
+ * mkey from its index and a variant byte, so a reused handle gets another
+ * key. A PD with a live MR cannot be freed (pd_dealloc answers BUSY from the
+ * PD's MR count). mr_import: NOT_FOUND if the table has no such MR,
+ * BLOB_CORRUPT if its attributes differ from the blob's, DEVICE_MISMATCH if
+ * it is registered on another PD than the one given. Like the kernel's
+ * reg_mr the registration is bookkeeping: nothing is pinned or checked in
+ * the registering process's address space.
+ *
+ * DM: device memory lives in the memfd after the VAR pages, a device-wide
+ * budget of SIM_DM_BYTES in SIM_DM_GRANULE granules; an allocation takes a
+ * contiguous run, zeroed, or fails with NOMEM. Reads and writes go through
+ * pread/pwrite on the fd at an offset computed from the table's validated
+ * copy, with the table lock held, so a concurrent free cannot redirect them.
+ *
+ * Untrusted-memory rule (sim_table.h): shared memory is read only through
+ * sim_find (validated copies) and the granule owner records, each read once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "provider.h"
+#include "sim/sim_mem.h"
+#include "sim/sim_table.h"
+#include "util/error.h"
+
+static int lock(struct rs_ctx *ctx, struct sim_table **t)
+{
+	struct sim_map *m = ctx->prov;
+	int status = sim_lock(m, ctx->fd);
+
+	if (!status)
+		*t = m->t;
+	return status;
+}
+
+static uint32_t mkey(uint32_t handle, uint32_t key)
+{
+	return handle << 8 | (key & 0xff);
+}
+
+uint32_t sim_caps(struct rs_ctx *ctx)
+{
+	(void)ctx;
+	return RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM;
+}
+
+int sim_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t length,
+	       uint32_t access, struct rs_mr_info *mr)
+{
+	struct sim_objv p, o = { .type = SIM_MR, .flags = access, .pd_handle = pd->handle,
+				 .pd_serial = pd->serial, .addr = (uint64_t)(uintptr_t)addr,
+				 .length = length };
+	struct sim_table *t;
+	uint32_t h = 0;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_PD, pd->handle, pd->serial, &p);
+	if (!status)
+		status = sim_create(t, &o, &h);
+	sim_unlock(ctx->prov);
+	if (status)
+		return status;
+	*mr = (struct rs_mr_info){ .handle = h, .serial = o.serial, .pd_handle = pd->handle,
+				   .addr = o.addr, .length = length, .lkey = mkey(h, o.key),
+				   .rkey = mkey(h, o.key), .access = access };
+	return RSHARE_OK;
+}
+
+int sim_mr_import(struct rs_ctx *ctx, struct rs_pd_info *pd, struct rs_mr_info *mr)
+{
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_MR, mr->handle, mr->serial, &o);
+	sim_unlock(ctx->prov);
+	if (status)
+		return status;
+	if (o.pd_handle != mr->pd_handle || o.addr != mr->addr || o.length != mr->length ||
+	    mkey(mr->handle, o.key) != mr->lkey || mkey(mr->handle, o.key) != mr->rkey ||
+	    o.flags != mr->access)
+		return rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+			       "blob's MR attributes (PD %u, %llu bytes at 0x%llx, keys "
+			       "0x%x/0x%x, access 0x%x) do not match the table's MR %u",
+			       mr->pd_handle, (unsigned long long)mr->length,
+			       (unsigned long long)mr->addr, mr->lkey, mr->rkey, mr->access,
+			       mr->handle);
+	if (o.pd_handle != pd->handle || o.pd_serial != pd->serial)
+		return rs_fail(RSHARE_E_DEVICE_MISMATCH, 0,
+			       "MR %u is registered on PD %u, not on the given PD %u",
+			       mr->handle, o.pd_handle, pd->handle);
+	return RSHARE_OK;
+}
+
+void sim_mr_unimport(struct rs_ctx *ctx, struct rs_mr_info *mr)
+{
+	(void)ctx; (void)mr; /* local state only, as ibv_unimport_mr */
+}
+
+static int destroy(struct rs_ctx *ctx, uint32_t type, uint32_t handle, uint64_t serial)
+{
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, type, handle, serial, &o);
+	if (!status)
+		sim_destroy(t, handle, &o);
+	sim_unlock(ctx->prov);
+	return status;
+}
+
+int sim_mr_dereg(struct rs_ctx *ctx, struct rs_mr_info *mr)
+{
+	return destroy(ctx, SIM_MR, mr->handle, mr->serial);
+}
+
+/* With the lock held: the granules free for a new DM, as a bit mask. A
+ * granule is free if its owner record names no live DM (a record naming a
+ * dead or garbage object is a leak, taken back here). */
+static uint64_t free_granules(struct sim_table *t)
+{
+	uint64_t mask = 0;
+	uint32_t last = 0;
+	bool last_live = false;
+
+	for (uint32_t g = 0; g < SIM_DM_GRANULES; g++) {
+		uint32_t owner = SH_LOAD(t->s.dm_owner[g]);
+		struct sim_objv o;
+
+		if (owner != last) { /* each owner is judged once */
+			last = owner;
+			last_live = owner != 0 && owner <= SIM_MAX_OBJECTS &&
+				    sim_find_quiet(t, SIM_DM, owner - 1, &o) &&
+				    g >= o.dm_first && g < o.dm_first + o.dm_count;
+		}
+		if (owner == 0 || !last_live)
+			mask |= 1ull << g;
+	}
+	return mask;
+}
+
+/* The lowest run of n free granules in mask, or -1. */
+static int find_run(uint64_t mask, uint32_t n)
+{
+	uint64_t run = n == 64 ? ~0ull : (1ull << n) - 1;
+
+	for (uint32_t g = 0; g + n <= SIM_DM_GRANULES; g++)
+		if ((mask >> g & run) == run)
+			return (int)g;
+	return -1;
+}
+
+int sim_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
+{
+	struct sim_map *m = ctx->prov;
+	struct sim_objv o = { .type = SIM_DM, .length = length };
+	struct sim_table *t;
+	uint32_t n, h = 0;
+	int first, status;
+
+	if (length == 0 || length > SIM_DM_BYTES)
+		return rs_fail(length ? RSHARE_E_NOMEM : RSHARE_E_INVAL, 0,
+			       "cannot allocate %llu bytes of simulated device memory "
+			       "(1 to %u bytes per allocation)",
+			       (unsigned long long)length, SIM_DM_BYTES);
+	n = (uint32_t)((length + SIM_DM_GRANULE - 1) / SIM_DM_GRANULE);
+	status = lock(ctx, &t);
+	if (status)
+		return status;
+	first = find_run(free_granules(t), n);
+	if (first < 0) {
+		status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
+				 "no %u contiguous KiB of simulated device memory free "
+				 "(%u KiB per device)", n * SIM_DM_GRANULE / 1024,
+				 SIM_DM_BYTES / 1024);
+		goto out;
+	}
+	/* Zeroed, as the kernel's DM allocation, under the lock. */
+	if (fallocate(ctx->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)(m->dm_area_off + (uint64_t)first * SIM_DM_GRANULE),
+		      (off_t)n * SIM_DM_GRANULE) < 0) {
+		status = rs_fail(RSHARE_E_IO, errno, "cannot clear simulated device memory");
+		goto out;
+	}
+	o.dm_first = (uint32_t)first;
+	o.dm_count = n;
+	status = sim_create(t, &o, &h);
+out:
+	sim_unlock(m);
+	if (!status)
+		*dm = (struct rs_dm_info){ .handle = h, .serial = o.serial, .length = length };
+	return status;
+}
+
+int sim_dm_import(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	struct sim_objv o;
+	struct sim_table *t;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_DM, dm->handle, dm->serial, &o);
+	sim_unlock(ctx->prov);
+	if (!status && o.length != dm->length)
+		status = rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+				 "blob's DM length %llu does not match the table's DM %u "
+				 "(%llu bytes)", (unsigned long long)dm->length, dm->handle,
+				 (unsigned long long)o.length);
+	return status;
+}
+
+void sim_dm_unimport(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	(void)ctx; (void)dm;
+}
+
+int sim_dm_free(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	return destroy(ctx, SIM_DM, dm->handle, dm->serial);
+}
+
+/* Copy to (write) or from the DM, the lock held throughout. */
+static int dm_copy(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *buf,
+		   size_t len, bool write)
+{
+	struct sim_map *m = ctx->prov;
+	struct sim_objv o;
+	struct sim_table *t;
+	uint64_t at;
+	int status = lock(ctx, &t);
+
+	if (status)
+		return status;
+	status = sim_find(t, SIM_DM, dm->handle, dm->serial, &o);
+	/* The core checked the range against its own copy of the length;
+	 * the table's (validated: inside the DM's granules) decides. */
+	if (!status && (offset > o.length || len > o.length - offset))
+		status = rs_fail(RSHARE_E_INVAL, 0,
+				 "%zu bytes at offset %llu are outside DM %u (%llu bytes)", len,
+				 (unsigned long long)offset, dm->handle,
+				 (unsigned long long)o.length);
+	at = m->dm_area_off + (uint64_t)o.dm_first * SIM_DM_GRANULE + offset;
+	while (!status && len) {
+		ssize_t r = write ? pwrite(ctx->fd, buf, len, (off_t)at) :
+				    pread(ctx->fd, buf, len, (off_t)at);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			status = rs_fail(RSHARE_E_IO, r < 0 ? errno : EIO,
+					 "cannot %s simulated device memory",
+					 write ? "write" : "read");
+			break;
+		}
+		buf = (uint8_t *)buf + r;
+		len -= (size_t)r;
+		at += (uint64_t)r;
+	}
+	sim_unlock(m);
+	return status;
+}
+
+int sim_dm_write(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, const void *src,
+		 size_t len)
+{
+	return dm_copy(ctx, dm, offset, (void *)src, len, true);
+}
+
+int sim_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *dst,
+		size_t len)
+{
+	return dm_copy(ctx, dm, offset, dst, len, false);
+}
