@@ -83,6 +83,12 @@ struct op_spec {
 };
 int bench_op(const struct bench_env *env, const void *arg, struct bench_result *r);
 
+/* bench_sim.c: sim0's table lock beside a robust mutex (no arg), and a
+ * free+alloc pair with 100,000 live objects beside 10 (arg: a bool, true
+ * for a PD in the middle, false at the top). */
+int bench_sim_lock(const struct bench_env *env, const void *arg, struct bench_result *r);
+int bench_sim_live(const struct bench_env *env, const void *arg, struct bench_result *r);
+
 /* bench_share.c: arg is a struct share_spec. */
 enum share_mode { SHARE_RAW, SHARE_CHANNEL, SHARE_IMPORT };
 struct share_spec {

@@ -40,8 +40,9 @@
 #define SPINS 200
 #define NAP_NS 2000000L /* 2 ms between liveness checks */
 
-/* This process's lock value; recomputed after fork (the child is another
- * process with its own pid and start time). */
+/* This process's lock value, computed at the first lock (getpid is a system
+ * call) and again in a forked child, which is another process with its own
+ * pid and start time (sim_lock_after_fork, from the registry's atfork). */
 static uint64_t my_value;
 static pid_t my_pid;
 static pthread_once_t bound_once = PTHREAD_ONCE_INIT;
@@ -96,13 +97,18 @@ uint32_t sim_start_tag(pid_t pid)
 
 static uint64_t my_lock_value(void)
 {
-	pid_t pid = getpid();
+	if (!my_pid) {
+		pid_t pid = getpid();
 
-	if (pid != my_pid) {
 		my_value = (uint64_t)sim_start_tag(pid) << 32 | (uint32_t)pid;
 		my_pid = pid;
 	}
 	return my_value;
+}
+
+void sim_lock_after_fork(void)
+{
+	my_pid = 0;
 }
 
 /* May the holder recorded in v still hold the lock? False for anything

@@ -57,9 +57,15 @@ static void reg_after_fork(void)
 	reg_release();
 }
 
+static void reg_child(void)
+{
+	sim_lock_after_fork(); /* the child has another pid */
+	reg_after_fork();
+}
+
 static void register_atfork(void)
 {
-	pthread_atfork(reg_prepare, reg_after_fork, reg_after_fork);
+	pthread_atfork(reg_prepare, reg_after_fork, reg_child);
 }
 
 static void lock_registry(void)

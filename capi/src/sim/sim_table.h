@@ -176,6 +176,8 @@ void sim_map_put(struct sim_map *m);
  * m->t and the caller must sim_unlock(m). BUSY past the bound. */
 int sim_lock(struct sim_map *m, int fd);
 void sim_unlock(struct sim_map *m);
+/* In a forked child: forget the parent's lock value. */
+void sim_lock_after_fork(void);
 /* The bound in ms (SIM_LOCK_BOUND_MS or RSHARE_SIM_LOCK_MS). */
 unsigned sim_lock_bound_ms(void);
 
