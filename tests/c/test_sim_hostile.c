@@ -5,7 +5,7 @@
  * as 1, 2, 4 and 8-byte stores, without pause, biased towards the start of
  * the file where any table keeps its bookkeeping. Racing it, the victim
  * (two threads) allocates, exports, imports, maps, writes, unmaps,
- * unimports and frees PDs and VARs in a loop. The victim must only ever see
+ * unimports and frees PDs, VARs, MRs and device memory in a loop. The victim must only ever see
  * documented statuses, never wait past the lock bound, never crash (the
  * sanitized build runs this too), and close the device cleanly at the end.
  *
@@ -146,12 +146,61 @@ static void var_round(unsigned n)
 		CALL("var_unimport", rshare_var_unimport(var));
 }
 
+static void mr_round(void)
+{
+	static char mem[256];
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_pd *pd;
+	rshare_mr *mr, *imp;
+	size_t len;
+
+	if (CALL("pd_alloc", rshare_pd_alloc(dev, &pd), RSHARE_E_BUSY, RSHARE_E_NOMEM))
+		return;
+	if (!CALL("mr_reg", rshare_mr_reg(pd, mem, sizeof(mem), RSHARE_ACCESS_LOCAL_WRITE, &mr),
+		  RSHARE_E_BUSY, RSHARE_E_NOMEM, RSHARE_E_NOT_FOUND)) {
+		CALL("mr_export", rshare_mr_export(mr, blob, sizeof(blob), &len));
+		if (!CALL("mr_import", rshare_mr_import(pd, blob, len, &imp), RSHARE_E_BUSY,
+			  RSHARE_E_NOT_FOUND, RSHARE_E_BLOB_CORRUPT, RSHARE_E_DEVICE_MISMATCH))
+			CALL("mr_unimport", rshare_mr_unimport(imp));
+		if (CALL("mr_dereg", rshare_mr_dereg(mr), RSHARE_E_BUSY, RSHARE_E_NOT_FOUND))
+			CALL("mr_unimport", rshare_mr_unimport(mr));
+	}
+	/* BUSY also when a peer bent the PD's MR count. */
+	if (CALL("pd_free", rshare_pd_free(pd), RSHARE_E_BUSY, RSHARE_E_NOT_FOUND))
+		CALL("pd_unimport", rshare_pd_unimport(pd));
+}
+
+static void dm_round(unsigned n)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_dm *dm, *imp;
+	char buf[16];
+	size_t len;
+
+	if (CALL("dm_alloc", rshare_dm_alloc(dev, 100 + n % 9000, &dm), RSHARE_E_BUSY,
+		 RSHARE_E_NOMEM, RSHARE_E_IO))
+		return;
+	CALL("dm_write", rshare_dm_write(dm, 10, "hostile", 7), RSHARE_E_BUSY,
+	     RSHARE_E_NOT_FOUND, RSHARE_E_INVAL);
+	CALL("dm_export", rshare_dm_export(dm, blob, sizeof(blob), &len));
+	if (!CALL("dm_import", rshare_dm_import(dev, blob, len, &imp), RSHARE_E_BUSY,
+		  RSHARE_E_NOT_FOUND, RSHARE_E_BLOB_CORRUPT)) {
+		CALL("dm_read", rshare_dm_read(imp, 10, buf, 7), RSHARE_E_BUSY,
+		     RSHARE_E_NOT_FOUND, RSHARE_E_INVAL);
+		CALL("dm_unimport", rshare_dm_unimport(imp));
+	}
+	if (CALL("dm_free", rshare_dm_free(dm), RSHARE_E_BUSY, RSHARE_E_NOT_FOUND))
+		CALL("dm_unimport", rshare_dm_unimport(dm));
+}
+
 static void *victim(void *arg)
 {
 	(void)arg;
 	for (unsigned n = 0; ms_now() < stop_at; n++) {
 		pd_round();
 		var_round(n);
+		mr_round();
+		dm_round(n);
 	}
 	return NULL;
 }

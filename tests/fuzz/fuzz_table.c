@@ -5,13 +5,15 @@
  * could make, or an API call on a fresh sim0 device (PD and VAR alloc,
  * export, import, map and write, free, unimport). Whatever was written,
  * every call must return without a crash or sanitizer report, and at the
- * end every handle is released and the device closes. Built with clang's
+ * end every handle is released and the device closes. MRs and device
+ * memory take part too. Built with clang's
  * -fsanitize=fuzzer,address,undefined.
  *
  * Step encoding: one byte op, then its operands:
- *   op % 8 == 0: u32 offset (taken modulo the file size), u8 width
- *                (1 << (w % 4) bytes), u64 value (little-endian)
- *   otherwise:   u8 slot (which of the 8 remembered objects)
+ *   op % 12 == 0: u32 offset (taken modulo the file size), u8 width
+ *                 (1 << (w % 4) bytes), u64 value (little-endian)
+ *   otherwise:    u8 slot (which of the 8 remembered objects); ops 1-7 PD
+ *                 and VAR, 8-9 MR, 10-11 device memory (see call())
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,6 +44,9 @@ struct state {
 	size_t len;
 	rshare_pd *pd[SLOTS];
 	rshare_var *var[SLOTS];
+	rshare_mr *mr[SLOTS];
+	rshare_dm *dm[SLOTS];
+	char mem[64];
 	unsigned char blob[SLOTS][RSHARE_BLOB_MAX];
 	size_t blen[SLOTS];
 };
@@ -79,14 +84,34 @@ static void release_var(rshare_var **var)
 	*var = NULL;
 }
 
+static void release_mr(rshare_mr **mr)
+{
+	if (*mr && rshare_mr_dereg(*mr) != RSHARE_OK && rshare_mr_unimport(*mr) != RSHARE_OK)
+		abort();
+	*mr = NULL;
+}
+
+static void release_dm(rshare_dm **dm)
+{
+	if (*dm && rshare_dm_free(*dm) != RSHARE_OK && rshare_dm_unimport(*dm) != RSHARE_OK)
+		abort();
+	*dm = NULL;
+}
+
 static void call(struct state *s, unsigned op, unsigned i)
 {
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char buf[8];
 	rshare_pd *pd;
 	rshare_var *var;
+	rshare_mr *mr;
+	rshare_dm *dm;
 	void *addr;
+	size_t len;
 
 	switch (op) {
 	case 1:
+		release_mr(&s->mr[i]); /* an MR keeps its PD busy */
 		release_pd(&s->pd[i]);
 		if (rshare_pd_alloc(s->dev, &s->pd[i]) != RSHARE_OK)
 			s->pd[i] = NULL;
@@ -94,6 +119,7 @@ static void call(struct state *s, unsigned op, unsigned i)
 			rshare_pd_export(s->pd[i], s->blob[i], RSHARE_BLOB_MAX, &s->blen[i]);
 		break;
 	case 2:
+		release_mr(&s->mr[i]);
 		release_pd(&s->pd[i]);
 		break;
 	case 3:
@@ -123,6 +149,35 @@ static void call(struct state *s, unsigned op, unsigned i)
 				abort();
 		}
 		break;
+	case 8: /* register an MR on PD i */
+		release_mr(&s->mr[i]);
+		if (s->pd[i] && rshare_mr_reg(s->pd[i], s->mem, sizeof(s->mem), 1,
+					      &s->mr[i]) != RSHARE_OK)
+			s->mr[i] = NULL;
+		break;
+	case 9: /* import MR i into its PD, then deregister it */
+		if (s->mr[i] && rshare_mr_export(s->mr[i], blob, sizeof(blob), &len) == RSHARE_OK &&
+		    rshare_mr_import(s->pd[i], blob, len, &mr) == RSHARE_OK &&
+		    rshare_mr_unimport(mr) != RSHARE_OK)
+			abort();
+		release_mr(&s->mr[i]);
+		break;
+	case 10: /* allocate device memory and write it */
+		release_dm(&s->dm[i]);
+		if (rshare_dm_alloc(s->dev, 1 + i * 5000u, &s->dm[i]) != RSHARE_OK)
+			s->dm[i] = NULL;
+		else
+			rshare_dm_write(s->dm[i], 0, "fuzz", 4);
+		break;
+	case 11: /* import and read it, then free it */
+		if (s->dm[i] && rshare_dm_export(s->dm[i], blob, sizeof(blob), &len) == RSHARE_OK &&
+		    rshare_dm_import(s->dev, blob, len, &dm) == RSHARE_OK) {
+			rshare_dm_read(dm, 0, buf, 1);
+			if (rshare_dm_unimport(dm) != RSHARE_OK)
+				abort();
+		}
+		release_dm(&s->dm[i]);
+		break;
 	}
 }
 
@@ -140,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (s.map == MAP_FAILED)
 		abort();
 	for (size_t at = 0; at < size;) {
-		unsigned op = data[at++] % 8;
+		unsigned op = data[at++] % 12;
 
 		if (op == 0) {
 			if (size - at < 13)
@@ -154,6 +209,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	for (int i = 0; i < SLOTS; i++) {
+		release_mr(&s.mr[i]);
+		release_dm(&s.dm[i]);
 		release_pd(&s.pd[i]);
 		release_var(&s.var[i]);
 	}
