@@ -118,10 +118,12 @@ int main(void)
 	REQUIRE(getenv("RSHARE_CLI") != NULL);
 
 	CHECK(run("%s devices 2>&1", NULL) == 0);
-	CHECK(strstr(out, "sim0") && strstr(out, " sim\n"));
+	CHECK(strstr(out, "sim0") && strstr(out, " sim ") && strstr(out, "CAPS"));
+	CHECK(strstr(out, " pd,var") != NULL); /* sim0's capabilities */
 	CHECK(run("%s devices --json 2>&1", NULL) == 0);
 	CHECK(out[0] == '[' && strstr(out, "{\"name\":\"sim0\",\"guid\":\"0x") &&
-	      strstr(out, "\"provider\":\"sim\"}]"));
+	      strstr(out, "\"provider\":\"sim\",\"caps\":[\"pd\",\"var\"") &&
+	      !strstr(out, "native"));
 	REQUIRE_OK(rshare_devices_count(&n));
 	if (n == 1) { /* no hardware here: hiding sim0 leaves nothing */
 		CHECK(run("RSHARE_SIM=0 %s devices 2>&1", NULL) == 0);
@@ -136,6 +138,23 @@ int main(void)
 	CHECK(strstr(out, "checked: every worker's write is in the shared VAR page") != NULL);
 	CHECK(strstr(out, "late import of the PD blob: RSHARE_E_NOT_FOUND, as expected") != NULL);
 	CHECK(strstr(out, "all checks passed") != NULL);
+	{ /* MR and DM: shared and checked by every worker where sim0 has them */
+		rshare_device *d;
+		uint32_t caps = 0;
+
+		REQUIRE_OK(rshare_device_open("sim0", &d));
+		REQUIRE_OK(rshare_device_caps(d, &caps));
+		REQUIRE_OK(rshare_device_close(d));
+		if (caps & RSHARE_CAP_MR)
+			CHECK(count(out, ", MR keys 0x") == 4);
+		else
+			CHECK(strstr(out, "MRs cannot be shared here") && count(out, "no MR") == 4);
+		if (caps & RSHARE_CAP_DM)
+			CHECK(count(out, "read the parent's message from device memory") == 4);
+		else
+			CHECK(strstr(out, "device memory cannot be shared") &&
+			      count(out, "no DM") == 4);
+	}
 	CHECK(run("%s demo --device no-such-device 2>&1", NULL) == 1);
 	CHECK(strstr(out, "RSHARE_E_NODEV") && strstr(out, "no-such-device"));
 	CHECK(run("%s demo --workers 0 2>&1", NULL) == 2);
@@ -161,6 +180,15 @@ int main(void)
 		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
 	}
 	unlink(path);
+	/* The 1.1 kinds (blobs as in tests/fuzz/seeds/mr_text and dm_text). */
+	CHECK(run("%s inspect rshare:UlNIQgEDAgBUAAAAAAAAADAAAABR3sAC50g4ZMqAImgBAAAAAAAAAAAAAAAF"
+		  "AAAAAQAAAAAAAAAAEAAAAH8AAAAQAAAAAAAANBIAAHhWAAAEDtSq 2>&1", NULL) == 0);
+	CHECK(strstr(out, "\"kind\":\"mr\"") && strstr(out, "\"lkey\":4660") &&
+	      strstr(out, "\"rkey\":22136") && strstr(out, "\"size\":84"));
+	CHECK(run("%s inspect rshare:UlNIQgEEAgA0AAAAAAAAADAAAABR3sAC50g4ZMqAImgBAAAAAAAAAAAQAAAA"
+		  "AAAA7Ov97A 2>&1", NULL) == 0);
+	CHECK(strstr(out, "\"kind\":\"dm\"") && strstr(out, "\"length\":4096") &&
+	      strstr(out, "\"size\":52"));
 	CHECK(run("%s inspect rshare:AAAA 2>&1", NULL) == 1);
 	CHECK(strstr(out, "RSHARE_E_BLOB_CORRUPT") != NULL);
 	CHECK(run("%s inspect rshare:@@ 2>&1", NULL) == 1);

@@ -1,15 +1,18 @@
 /*
  * rshare demo: the main job, end to end.
  *
- * The parent opens a device, allocates a PD and a VAR, and starts N worker
- * processes (fork + exec of this binary). Each gets the device fd and both
- * blobs over an rshare channel, imports them, checks the handles, maps the
- * VAR page and writes its id and pid into its own slot, unimports and
- * reports. The parent checks every slot, frees both objects and shows that
- * a late import fails with RSHARE_E_NOT_FOUND.
+ * The parent opens a device, allocates a PD and a VAR, registers an MR on
+ * the PD, allocates device memory and writes a message into it, and starts
+ * N worker processes (fork + exec of this binary). Each gets the device fd
+ * and the blobs over an rshare channel, imports them (the MR into its
+ * imported PD), checks the handles and the MR's keys, maps the VAR page and
+ * writes its id and pid into its own slot, reads the parent's message from
+ * the device memory, unimports and reports. The parent checks every slot,
+ * frees everything and shows that a late import fails with
+ * RSHARE_E_NOT_FOUND.
  *
- * On a device or rdma-core without VAR sharing (RSHARE_E_UNSUPPORTED) the
- * demo says why and shares the PD alone.
+ * On a device or rdma-core without VAR, MR or DM sharing the demo says why
+ * (RSHARE_E_UNSUPPORTED, or the device's capabilities) and shares the rest.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,7 +28,10 @@
 
 #define MAX_WORKERS 64
 #define SLOT_MAGIC 0x52534841u /* "RSHA": marks a slot a worker wrote */
-#define NO_VAR "-"             /* payload placeholder when VARs are unsupported */
+#define NO_OBJ "-"             /* payload placeholder for an object not shared */
+#define MR_BYTES 4096
+#define DM_BYTES 256
+#define DM_MESSAGE "rshare demo: written into device memory by pid %d"
 
 /* One worker's slot in the VAR page. */
 struct slot {
@@ -34,6 +40,9 @@ struct slot {
 	uint32_t pid;
 	uint32_t pd_handle;
 };
+
+/* "<pd> <text>\n<page> <text>\n<lkey> <rkey> <text>\n<text>\n" */
+#define PAYLOAD_MAX (4 * RSHARE_TEXT_MAX + 64)
 
 /* What the parent shares. */
 struct shared {
@@ -44,7 +53,11 @@ struct shared {
 	rshare_var *var; /* NULL when the device cannot share VARs */
 	uint32_t page_id;
 	volatile struct slot *slots;
-	char payload[2 * RSHARE_TEXT_MAX + 32];
+	rshare_mr *mr; /* NULL when the device has no MRs */
+	void *mr_mem;
+	uint32_t lkey, rkey;
+	rshare_dm *dm; /* NULL when the device has no device memory */
+	char payload[PAYLOAD_MAX];
 };
 
 static uint64_t t_start;
@@ -85,7 +98,7 @@ static int share_var(rshare_device *dev, struct shared *sh, int workers, char *v
 		step("VARs cannot be shared here (%s); sharing the PD alone",
 		     rshare_last_error());
 		sh->var = NULL;
-		strcpy(var_text, NO_VAR);
+		strcpy(var_text, NO_OBJ);
 		return RSHARE_OK;
 	}
 	if (s || (s = rshare_var_attrs(sh->var, &sh->page_id, &length, &mmap_off)) ||
@@ -103,11 +116,69 @@ static int share_var(rshare_device *dev, struct shared *sh, int workers, char *v
 	return RSHARE_OK;
 }
 
-/* The payload: "<pd handle> <pd text>\n<var page id> <var text or ->\n";
- * the worker checks what it imports against the numbers. */
+/* Register memory on the PD and export the MR, if the device can share
+ * MRs (else *mr_text is "-"). */
+static int share_mr(uint32_t caps, struct shared *sh, char *mr_text)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	size_t len;
+	int s;
+
+	strcpy(mr_text, NO_OBJ);
+	if (!(caps & RSHARE_CAP_MR)) {
+		step("MRs cannot be shared here (the device lacks RSHARE_CAP_MR)");
+		return 0;
+	}
+	sh->mr_mem = calloc(1, MR_BYTES);
+	if (!sh->mr_mem) {
+		fprintf(stderr, "rshare demo: out of memory\n");
+		return 1;
+	}
+	if ((s = rshare_mr_reg(sh->pd, sh->mr_mem, MR_BYTES,
+			       RSHARE_ACCESS_LOCAL_WRITE | RSHARE_ACCESS_REMOTE_READ, &sh->mr)) ||
+	    (s = rshare_mr_attrs(sh->mr, NULL, NULL, &sh->lkey, &sh->rkey, NULL)) ||
+	    (s = rshare_mr_export(sh->mr, blob, sizeof(blob), &len)) ||
+	    (s = blob_text(blob, len, mr_text)))
+		return cli_fail("registering and exporting an MR", s);
+	step("registered %d bytes on the PD as an MR, lkey 0x%" PRIx32 " rkey 0x%" PRIx32
+	     ", exported (%zu-byte blob)", MR_BYTES, sh->lkey, sh->rkey, len);
+	return 0;
+}
+
+/* Allocate device memory, write the parent's message into it and export
+ * it, if the device has device memory (else *dm_text is "-"). */
+static int share_dm(rshare_device *dev, uint32_t caps, struct shared *sh, char *dm_text)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char msg[DM_BYTES];
+	size_t len;
+	int s;
+
+	strcpy(dm_text, NO_OBJ);
+	if (!(caps & RSHARE_CAP_DM)) {
+		step("device memory cannot be shared here (the device lacks RSHARE_CAP_DM)");
+		return 0;
+	}
+	memset(msg, 0, sizeof(msg));
+	snprintf(msg, sizeof(msg), DM_MESSAGE, (int)getpid());
+	if ((s = rshare_dm_alloc(dev, DM_BYTES, &sh->dm)) ||
+	    (s = rshare_dm_write(sh->dm, 0, msg, sizeof(msg))) ||
+	    (s = rshare_dm_export(sh->dm, blob, sizeof(blob), &len)) ||
+	    (s = blob_text(blob, len, dm_text)))
+		return cli_fail("allocating, writing and exporting device memory", s);
+	step("allocated %d bytes of device memory, wrote \"%s\", exported (%zu-byte blob)",
+	     DM_BYTES, msg, len);
+	return 0;
+}
+
+/* The payload: "<pd handle> <pd text>\n<var page id> <var text or ->\n
+ * <lkey> <rkey> <mr text or ->\n<dm text or ->\n"; the worker checks what
+ * it imports against the numbers. */
 static int share(rshare_device *dev, struct shared *sh, int workers)
 {
-	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX];
+	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX], mr_text[RSHARE_TEXT_MAX],
+		dm_text[RSHARE_TEXT_MAX];
+	uint32_t caps;
 	int s;
 
 	if ((s = rshare_pd_alloc(dev, &sh->pd)) || (s = rshare_pd_handle(sh->pd, &sh->pd_handle)) ||
@@ -118,8 +189,13 @@ static int share(rshare_device *dev, struct shared *sh, int workers)
 	     sh->pd_len);
 	if ((s = share_var(dev, sh, workers, var_text)))
 		return s;
-	snprintf(sh->payload, sizeof(sh->payload), "%" PRIu32 " %s\n%" PRIu32 " %s\n",
-		 sh->pd_handle, pd_text, sh->page_id, var_text);
+	if ((s = rshare_device_caps(dev, &caps)))
+		return cli_fail("asking the device's capabilities", s);
+	if ((s = share_mr(caps, sh, mr_text)) || (s = share_dm(dev, caps, sh, dm_text)))
+		return s;
+	snprintf(sh->payload, sizeof(sh->payload),
+		 "%" PRIu32 " %s\n%" PRIu32 " %s\n%" PRIu32 " %" PRIu32 " %s\n%s\n", sh->pd_handle,
+		 pd_text, sh->page_id, var_text, sh->lkey, sh->rkey, mr_text, dm_text);
 	return 0;
 }
 
@@ -211,7 +287,7 @@ static int run_demo_worker(int argc, char **argv);
 const struct cli_command cli_demo = {
 	.name = "demo",
 	.args = "[--device NAME] [--workers N]",
-	.summary = "share a PD and a VAR with N worker processes",
+	.summary = "share a PD, a VAR, an MR and device memory with N worker processes",
 	.options = "  -d, --device=NAME   the device to open (default: the first, else sim0)\n"
 		   "  -w, --workers=N     worker processes, 1..64 (default: 4)\n",
 	.run = run_demo,
@@ -264,9 +340,13 @@ static int run_demo(int argc, char **argv)
 		return s;
 	ok = run_workers(dev, &sh, workers);
 
-	if ((sh.var && (s = rshare_var_free(sh.var))) || (s = rshare_pd_free(sh.pd)))
+	/* The MR first: a PD with MRs cannot be freed. */
+	if ((sh.mr && (s = rshare_mr_dereg(sh.mr))) || (sh.dm && (s = rshare_dm_free(sh.dm))) ||
+	    (sh.var && (s = rshare_var_free(sh.var))) || (s = rshare_pd_free(sh.pd)))
 		return cli_fail("freeing", s);
-	step("freed %s for every process", sh.var ? "the VAR and the PD" : "the PD");
+	free(sh.mr_mem);
+	step("freed %s%s%sthe PD for every process", sh.mr ? "the MR, " : "",
+	     sh.dm ? "the device memory, " : "", sh.var ? "the VAR and " : "");
 	s = rshare_pd_import(dev, sh.pd_blob, sh.pd_len, &late);
 	if (s == RSHARE_E_NOT_FOUND) {
 		step("late import of the PD blob: %s, as expected", rshare_status_name(s));
@@ -283,13 +363,65 @@ static int run_demo(int argc, char **argv)
 	return ok ? 0 : 1;
 }
 
+/* A worker imports the MR into its imported PD and checks its keys. */
+static int worker_mr(int id, rshare_pd *pd, const char *text, uint32_t want_lkey,
+		     uint32_t want_rkey, char *note, size_t cap)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	uint32_t lkey, rkey;
+	rshare_mr *mr;
+	size_t len;
+	int s;
+
+	if ((s = rshare_blob_from_text(text, blob, sizeof(blob), &len)) ||
+	    (s = rshare_mr_import(pd, blob, len, &mr)) ||
+	    (s = rshare_mr_attrs(mr, NULL, NULL, &lkey, &rkey, NULL)))
+		return cli_fail("worker: importing the MR", s);
+	if ((s = rshare_mr_unimport(mr)))
+		return cli_fail("worker: releasing the MR", s);
+	if (lkey != want_lkey || rkey != want_rkey) {
+		fprintf(stderr, "rshare worker %d: MR keys 0x%x/0x%x, expected 0x%x/0x%x\n", id,
+			lkey, rkey, want_lkey, want_rkey);
+		return 1;
+	}
+	snprintf(note, cap, "MR keys 0x%" PRIx32 "/0x%" PRIx32 " checked", lkey, rkey);
+	return 0;
+}
+
+/* A worker imports the device memory and reads the parent's message. */
+static int worker_dm(int id, rshare_device *dev, const char *text, char *note, size_t cap)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char got[DM_BYTES], want[DM_BYTES];
+	rshare_dm *dm;
+	size_t len;
+	int s;
+
+	if ((s = rshare_blob_from_text(text, blob, sizeof(blob), &len)) ||
+	    (s = rshare_dm_import(dev, blob, len, &dm)) ||
+	    (s = rshare_dm_read(dm, 0, got, sizeof(got))))
+		return cli_fail("worker: importing and reading the device memory", s);
+	if ((s = rshare_dm_unimport(dm)))
+		return cli_fail("worker: releasing the device memory", s);
+	memset(want, 0, sizeof(want));
+	snprintf(want, sizeof(want), DM_MESSAGE, (int)getppid());
+	if (memcmp(got, want, sizeof(want)) != 0) {
+		fprintf(stderr, "rshare worker %d: device memory holds \"%.*s\", expected \"%s\"\n",
+			id, (int)strnlen(got, sizeof(got)), got, want);
+		return 1;
+	}
+	snprintf(note, cap, "read the parent's message from device memory");
+	return 0;
+}
+
 /* One worker process of the demo. */
 static int run_demo_worker(int argc, char **argv)
 {
-	char payload[2 * RSHARE_TEXT_MAX + 32], pd_text[RSHARE_TEXT_MAX + 1],
-		var_text[RSHARE_TEXT_MAX + 1], reply[200], var_note[64] = "no VAR";
+	char payload[PAYLOAD_MAX], pd_text[RSHARE_TEXT_MAX + 1], var_text[RSHARE_TEXT_MAX + 1],
+		mr_text[RSHARE_TEXT_MAX + 1], dm_text[RSHARE_TEXT_MAX + 1], reply[300],
+		var_note[64] = "no VAR", mr_note[64] = "no MR", dm_note[64] = "no DM";
 	unsigned char blob[RSHARE_BLOB_MAX];
-	uint32_t want_pd, want_page, got_pd, got_page;
+	uint32_t want_pd, want_page, got_pd, got_page, want_lkey, want_rkey;
 	rshare_device *dev;
 	rshare_pd *pd;
 	rshare_var *var;
@@ -304,8 +436,9 @@ static int run_demo_worker(int argc, char **argv)
 	if ((s = rshare_channel_recv(sock, &dev, payload, sizeof(payload) - 1, &len)))
 		return cli_fail("worker: receiving", s);
 	payload[len] = '\0';
-	if (sscanf(payload, "%" SCNu32 " %180s %" SCNu32 " %180s", &want_pd, pd_text,
-		   &want_page, var_text) != 4) {
+	if (sscanf(payload, "%" SCNu32 " %180s %" SCNu32 " %180s %" SCNu32 " %" SCNu32 " %180s %180s",
+		   &want_pd, pd_text, &want_page, var_text, &want_lkey, &want_rkey, mr_text,
+		   dm_text) != 8) {
 		fprintf(stderr, "rshare worker %d: malformed payload\n", id);
 		return 1;
 	}
@@ -317,7 +450,12 @@ static int run_demo_worker(int argc, char **argv)
 			want_pd);
 		return 1;
 	}
-	if (strcmp(var_text, NO_VAR) != 0) {
+	if (strcmp(mr_text, NO_OBJ) != 0 && worker_mr(id, pd, mr_text, want_lkey, want_rkey,
+						      mr_note, sizeof(mr_note)))
+		return 1;
+	if (strcmp(dm_text, NO_OBJ) != 0 && worker_dm(id, dev, dm_text, dm_note, sizeof(dm_note)))
+		return 1;
+	if (strcmp(var_text, NO_OBJ) != 0) {
 		volatile struct slot *slots;
 		void *page;
 
@@ -342,8 +480,8 @@ static int run_demo_worker(int argc, char **argv)
 	}
 	if ((s = rshare_pd_unimport(pd)) || (s = rshare_device_close(dev)))
 		return cli_fail("worker: releasing", s);
-	snprintf(reply, sizeof(reply), "imported PD %u and %s, unimported (%.3f ms)", got_pd,
-		 var_note, (double)(cli_now_ns() - t0) / 1e6);
+	snprintf(reply, sizeof(reply), "imported PD %u and %s, %s, %s, unimported (%.3f ms)",
+		 got_pd, var_note, mr_note, dm_note, (double)(cli_now_ns() - t0) / 1e6);
 	if (send(sock, reply, strlen(reply) + 1, MSG_NOSIGNAL) < 0)
 		return 1;
 	return 0;
