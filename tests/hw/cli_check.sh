@@ -38,13 +38,13 @@ has() { grep -Eq "$1" "$out" || fail "$2: no line matching '$1'"; }
 STANDIN="RSHARE_LIBIBVERBS=$standin/libibverbs.so.1 RSHARE_LIBMLX5=$standin/libmlx5.so.1"
 
 if run "stand-in devices" $STANDIN -- devices; then
-	has '^mlx5_sim0 +0x0002c90300a1b2c0 +hw$' "stand-in devices"
-	has '^rxe_sim1 +0x0002c90300a1b2c1 +hw$' "stand-in devices"
-	has '^sim0 +0x[0-9a-f]{16} +sim$' "stand-in devices"
+	has '^mlx5_sim0 +0x0002c90300a1b2c0 +hw +[a-z,?-]+$' "stand-in devices"
+	has '^rxe_sim1 +0x0002c90300a1b2c1 +hw +[a-z,?-]+$' "stand-in devices"
+	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z,?-]+$' "stand-in devices"
 	[ "$(tail -n 1 "$out" | cut -d' ' -f1)" = sim0 ] || fail "stand-in devices: sim0 is not last"
 fi
 if run "stand-in devices --json" $STANDIN -- devices --json; then
-	has '\{"name":"mlx5_sim0","guid":"0x0002c90300a1b2c0","provider":"hw"\}' "devices --json"
+	has '\{"name":"mlx5_sim0","guid":"0x0002c90300a1b2c0","provider":"hw","caps":\[[a-z",]*\]\}' "devices --json"
 fi
 if run "stand-in demo" $STANDIN -- demo --device mlx5_sim0; then
 	has 'checked: every worker.s write is in the shared VAR page' "stand-in demo"
@@ -65,7 +65,7 @@ fi
 
 NONE="RSHARE_LIBIBVERBS=$missing/libibverbs.so.1 RSHARE_LIBMLX5=$missing/libmlx5.so.1"
 if run "no rdma-core" $NONE -- devices; then
-	has '^sim0 +0x[0-9a-f]{16} +sim$' "no rdma-core"
+	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z,?-]+$' "no rdma-core"
 	[ "$(grep -c . "$out")" -eq 2 ] || fail "no rdma-core: more than sim0 listed"
 fi
 
