@@ -1,7 +1,7 @@
 -- require "rshare": the rshare Lua API.
 --
 -- Under LuaJIT this is rshare.ffi (librshare.so.1 through the FFI); under
--- PUC Lua 5.4 it is rshare.swig (the SWIG-built C module rshare_core plus a
+-- PUC Lua 5.4 it is rshare.swig (the SWIG-built C module rshare.core plus a
 -- thin object layer). Both offer the same functions and objects; see
 -- docs/lua.md.
 if jit then

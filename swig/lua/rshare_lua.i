@@ -1,7 +1,8 @@
 /*
  * Lua typemaps for the abstract patterns named in ../rshare.i.
  *
- * The low-level module (rshare_core, built with -module rshare_core) keeps
+ * The low-level module (rshare.core: SWIG module rshare_core, whose
+ * luaopen_rshare_core is what require "rshare.core" calls) keeps
  * to Lua's conventions and never raises for a runtime failure: every
  * function that returns a status returns it first, as an integer, followed
  * by its out values (nil where a failed call wrote nothing). The thin layer
@@ -18,8 +19,12 @@
  */
 
 %{
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 %}
 
 /* ---- statuses and plain ints: integers, never raised ---------------------- */
@@ -254,3 +259,51 @@ static int rshare_lua_var_write(lua_State *L)
 %typemap(freearg, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
 	free($1);
 }
+
+/* ---- fds for child processes -------------------------------------------------
+ * fd_dup_inheritable(fd) -> new fd, or nil, strerror text, errno: a duplicate
+ * without close-on-exec (F_DUPFD, numbered 3 or more so it never lands on a
+ * closed stdin/stdout/stderr), which os.execute and io.popen children inherit.
+ * fd_close(fd) -> true, or nil, strerror text, errno. Lua 5.4 has neither call
+ * and Debian 12 has no lua-posix for 5.4; Device:inheritable_fd() and
+ * rshare.close_fd() are built on them. */
+%native(fd_dup_inheritable) int rshare_lua_fd_dup_inheritable(lua_State *L);
+%native(fd_close) int rshare_lua_fd_close(lua_State *L);
+%{
+static int rshare_lua_errno_fail(lua_State *L, int err)
+{
+	lua_pushnil(L);
+	lua_pushstring(L, strerror(err));
+	lua_pushinteger(L, err);
+	return 3;
+}
+
+/* An fd argument; one outside int's range is EBADF, as for any other bad fd. */
+static int rshare_lua_fd_arg(lua_State *L)
+{
+	lua_Integer fd = luaL_checkinteger(L, 1);
+
+	return fd < 0 || fd > INT_MAX ? -1 : (int)fd;
+}
+
+static int rshare_lua_fd_dup_inheritable(lua_State *L)
+{
+	int fd = rshare_lua_fd_arg(L);
+	int dup = fd < 0 ? -1 : fcntl(fd, F_DUPFD, 3);
+
+	if (dup < 0)
+		return rshare_lua_errno_fail(L, fd < 0 ? EBADF : errno);
+	lua_pushinteger(L, dup);
+	return 1;
+}
+
+static int rshare_lua_fd_close(lua_State *L)
+{
+	int fd = rshare_lua_fd_arg(L);
+
+	if (fd < 0 || close(fd) != 0)
+		return rshare_lua_errno_fail(L, fd < 0 ? EBADF : errno);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+%}

@@ -276,6 +276,73 @@ function cases.channel_errors()
   T.fails("RSHARE_E_STALE", "send a closed device", rshare.send(0, dev, "x"))
 end
 
+function cases.tostring_like_python_reprs()
+  local dev = sim()
+  local fd = dev:fd()
+  T.eq(tostring(dev), ("rshare.Device(name=sim0, fd=%d, provider=sim)"):format(fd), "device")
+  local pd = assert(dev:alloc_pd())
+  T.eq(tostring(pd), ("rshare.PD(handle=%d, device=sim0)"):format(pd:handle()), "PD")
+  local var = assert(dev:alloc_var())
+  local attrs = assert(var:attrs())
+  T.eq(tostring(var), ("rshare.VAR(page_id=%d, length=4096, device=sim0)"):format(attrs.page_id),
+       "VAR")
+  local m = assert(var:map())
+  T.eq(tostring(m), "rshare.VAR.map(length=4096)", "map")
+  T.eq(pd:free(), true, "free pd")
+  T.eq(var:free(), true, "free var")
+  T.fails("RSHARE_E_NODEV", "set a marker error", rshare.open("marker-device"))
+  local marker = rshare.last_error()
+  T.eq(tostring(pd), "rshare.PD(<released>)", "released PD")
+  T.eq(tostring(var), "rshare.VAR(<released>)", "released VAR")
+  T.eq(tostring(m), "rshare.VAR.map(<unmapped>)", "map of a freed VAR")
+  T.eq(dev:close(), true, "close")
+  T.eq(tostring(dev), "rshare.Device(<closed>)", "closed device")
+  T.eq(rshare.last_error(), marker, "printing released objects leaves last_error alone")
+end
+
+-- The O_CLOEXEC bit of an fd, from /proc/self/fdinfo (flags are octal).
+local function cloexec(fd)
+  local f = assert(io.open("/proc/self/fdinfo/" .. fd))
+  local flags = f:read("*a"):match("flags:%s*(%d+)")
+  f:close()
+  return math.floor(tonumber(flags, 8) / 0x80000) % 2 == 1 -- O_CLOEXEC = 02000000
+end
+
+function cases.inheritable_fd()
+  local dev = sim()
+  T.eq(cloexec(dev:fd()), true, "the device's own fd is close-on-exec")
+  local fd = assert(dev:inheritable_fd())
+  T.eq(math.type and math.type(fd) or "integer", "integer", "fd type")
+  T.ok(fd >= 3 and fd ~= dev:fd(), "a new fd: " .. fd)
+  T.eq(cloexec(fd), false, "the duplicate is inherited across exec")
+  -- It is the same device context.
+  local peer = assert(rshare.from_fd(fd))
+  T.eq(peer:guid(), dev:guid(), "same device through the duplicate")
+  T.eq(peer:close(), true, "close peer")
+  T.eq(rshare.close_fd(fd), true, "close_fd")
+  T.fails("RSHARE_E_INVAL", "close_fd twice", rshare.close_fd(fd))
+  T.fails("RSHARE_E_INVAL", "close_fd(-1)", rshare.close_fd(-1))
+  T.raises("number expected", "close_fd('x')", rshare.close_fd, "x")
+  T.eq(dev:close(), true, "close")
+  T.fails("RSHARE_E_STALE", "inheritable_fd after close", dev:inheritable_fd())
+end
+
+-- The library imports its own duplicate of the fd; its messages must name
+-- the fd the caller passed. Standard output (a pipe or a terminal) is open
+-- and no device context.
+function cases.from_fd_errors_name_the_callers_fd()
+  local msg = T.fails("RSHARE_E_NODEV", "from_fd(1)", rshare.from_fd(1))
+  T.ok(msg:find("fd 1 ", 1, true), "the message names fd 1: " .. msg)
+  T.ok(not msg:find("fd [02-9]") and not msg:find("fd 1%d"), "and no other fd: " .. msg)
+  local dev = sim()
+  local fd = assert(dev:inheritable_fd())
+  T.eq(rshare.close_fd(fd), true, "close_fd")
+  msg = T.fails("RSHARE_E_INVAL", "from_fd(a closed fd)", rshare.from_fd(fd))
+  T.ok(msg:find("fd " .. fd .. " ", 1, true) or msg:find("fd " .. fd .. "$"),
+       "the message names fd " .. fd .. ": " .. msg)
+  T.eq(dev:close(), true, "close")
+end
+
 -- Finalizers only release this process's handle: the shared objects survive.
 function cases.gc_never_destroys()
   local dev = sim()

@@ -68,6 +68,27 @@ local function fake()
   function B.device_open() return new_handle("dev") end
   B.device_close = release("close")
   function B.device_name(h) return live_value(h, "fake0") end
+  function B.device_fd(h) return live_value(h, 40) end
+  function B.device_provider(h) return live_value(h, 2) end
+  -- The library names its own duplicate of the fd, as the C one does.
+  function B.device_import(fd)
+    if fd == 5 then return new_handle("dev") end
+    return failing(E_INVAL, ("fd %d is not a device (fd %d refused)"):format(fd + 12, fd + 12))
+  end
+  -- fds: F.fds is the set of open ones; 40 is the device's.
+  F.fds = { [40] = true }
+  function B.fd_dup_inheritable(fd)
+    if not F.fds[fd] then return nil, "Bad file descriptor", 9 end
+    local new = 41
+    while F.fds[new] do new = new + 1 end
+    F.fds[new] = "inheritable"
+    return new
+  end
+  function B.fd_close(fd)
+    if not F.fds[fd] then return nil, "Bad file descriptor", 9 end
+    F.fds[fd] = nil
+    return true
+  end
   function B.pd_alloc(dev) return new_handle("pd", dev) end
   function B.var_alloc(dev) return new_handle("var", dev) end
   B.pd_unimport, B.pd_free = release("unimport"), release("free")
@@ -242,13 +263,68 @@ function cases.values_and_conversions()
   T.fails("RSHARE_E_STALE", "handle after free", pd:handle())
 end
 
+-- tostring() like Python's reprs; released objects print without a C call.
+function cases.tostring()
+  local rshare, F = fake()
+  local dev = assert(rshare.open())
+  local pd = assert(dev:alloc_pd())
+  local var = assert(dev:alloc_var())
+  T.eq(tostring(dev), "rshare.Device(name=fake0, fd=40, provider=sim)", "device")
+  T.eq(tostring(pd), "rshare.PD(handle=7, device=fake0)", "PD")
+  T.eq(tostring(var), "rshare.VAR(page_id=3, length=" .. PAGE .. ", device=fake0)", "VAR")
+  T.eq(pd:free(), true, "free")
+  T.eq(var:unimport(), true, "unimport")
+  local m = assert(dev:alloc_var():map())
+  T.eq(m:unmap(), true, "unmap")
+  T.eq(tostring(m), "rshare.VAR.map(<unmapped>)", "unmapped map")
+  T.eq(dev:close(), nil, "close while the map's VAR lives")
+  F.last = "marker"
+  T.eq(tostring(pd), "rshare.PD(<released>)", "released PD")
+  T.eq(tostring(var), "rshare.VAR(<released>)", "released VAR")
+  T.eq(rshare.last_error(), "marker", "tostring of released objects asks C nothing")
+  -- A handle that went stale behind the object's back shows the status.
+  local other = assert(rshare.open())
+  other.h.live = false
+  T.eq(tostring(other), "rshare.Device(<RSHARE_E_STALE>)", "stale device")
+  other.h.live, other.live = true, true
+  T.eq(other:close(), true, "close other")
+  T.eq(tostring(other), "rshare.Device(<closed>)", "closed device")
+end
+
+-- from_fd failures name the caller's fd, never the library's duplicate.
+function cases.from_fd_names_the_callers_fd()
+  local rshare = fake()
+  local msg = T.fails("RSHARE_E_INVAL", "from_fd(3)", rshare.from_fd(3))
+  T.eq(msg, "fd 3 is not a device (fd 3 refused)", "message")
+  T.ok(assert(rshare.from_fd(5)), "from_fd(5) works")
+end
+
+-- inheritable_fd() duplicates the device fd; close_fd() closes it.
+function cases.inheritable_fd()
+  local rshare, F = fake()
+  local dev = assert(rshare.open())
+  local fd = assert(dev:inheritable_fd())
+  T.eq(fd, 41, "a new fd")
+  T.eq(F.fds[fd], "inheritable", "made by fd_dup_inheritable")
+  T.eq(rshare.close_fd(fd), true, "close_fd")
+  T.eq(F.fds[fd], nil, "closed")
+  local msg = T.fails("RSHARE_E_INVAL", "close_fd twice", rshare.close_fd(fd))
+  T.ok(msg:find("fd 41: Bad file descriptor", 1, true), "close_fd message: " .. msg)
+  T.raises("integer expected", "close_fd(1.5)", rshare.close_fd, 1.5)
+  F.fds[40] = nil -- the device's fd vanished: the dup fails
+  msg = T.fails("RSHARE_E_IO", "dup of a bad fd", dev:inheritable_fd())
+  T.ok(msg:find("cannot duplicate fd 40", 1, true), "dup message: " .. msg)
+  T.eq(dev:close(), true, "close")
+  T.fails("RSHARE_E_STALE", "inheritable_fd after close", dev:inheritable_fd())
+end
+
 function cases.maps()
   local rshare = fake()
   local dev = assert(rshare.open())
   local var = assert(dev:alloc_var())
   local m = assert(var:map())
   T.eq(#m, PAGE, "#m")
-  T.eq(tostring(m), "rshare VAR map", "tostring")
+  T.eq(tostring(m), "rshare.VAR.map(length=" .. PAGE .. ")", "tostring")
   T.eq(m:write(PAGE - 2, "ab"), true, "write at the end")
   T.eq(m:read(PAGE - 3), "\0ab", "read to the end")
   T.fails("RSHARE_E_INVAL", "write past the end", m:write(PAGE - 1, "ab"))

@@ -1,6 +1,6 @@
 -- rshare.ffi: librshare.so.1 for LuaJIT through the FFI. The API itself
 -- (classes, conventions) is rshare/objects.lua; this file is its backend:
--- C calls in rshare_core's status-first form, ffi.gc finalizers, and the
+-- C calls in rshare.core's status-first form, ffi.gc finalizers, and the
 -- mapped page as a pointer.
 --
 -- Speed: out-parameter cells are allocated once, at load time, so calls such
@@ -15,20 +15,30 @@ if not pcall(ffi.typeof, "rshare_var") then
   ffi.cdef(require "rshare.cdef")
 end
 
--- Find the library: $RSHARE_LIBRARY, else the soname through the dynamic
--- loader's search path, else the build tree that generated this module.
+-- Find the library: $RSHARE_LIBRARY (a path) if set; else the paths
+-- rshare/libpath.lua lists, the library this module was built or installed
+-- with (the installed list starts with a path relative to the module, so a
+-- prefix outside the loader's search path needs no LD_LIBRARY_PATH); else
+-- the soname through the dynamic loader's search path. Returns the library
+-- namespace and what was loaded.
 local function load_library()
   local path = os.getenv("RSHARE_LIBRARY")
-  if path and path ~= "" then return ffi.load(path) end
+  if path and path ~= "" then return ffi.load(path), path end
+  local tried = {}
+  local has_list, list = pcall(require, "rshare.libpath")
+  for _, candidate in ipairs(has_list and list or {}) do
+    local ok, lib = pcall(ffi.load, candidate)
+    if ok then return lib, candidate end
+    tried[#tried + 1] = tostring(lib)
+  end
   local ok, lib = pcall(ffi.load, "librshare.so.1")
-  if ok then return lib end
-  local has_build, build_path = pcall(require, "rshare.libpath")
-  if has_build then return ffi.load(build_path) end
-  error("rshare.ffi: cannot load librshare.so.1 (" .. tostring(lib) ..
-        "); set LD_LIBRARY_PATH or RSHARE_LIBRARY", 2)
+  if ok then return lib, "librshare.so.1" end
+  tried[#tried + 1] = tostring(lib)
+  error("rshare.ffi: cannot load librshare.so.1 (" .. table.concat(tried, "; ") ..
+        "); set RSHARE_LIBRARY to its path", 2)
 end
 
-local C = load_library()
+local C, library_path = load_library()
 
 local OK = C.RSHARE_OK
 local E_NOSPACE = C.RSHARE_E_NOSPACE
@@ -168,21 +178,13 @@ function B.channel_recv(fd)
 end
 
 -- Finalizers go on the handle cdata (ffi.gc); LuaJIT ignores __gc on
--- tables. A PD's or VAR's finalizer is a closure over its device object,
--- so the device (and its own finalizer) cannot go before it. A device's
--- finalizer closes over nothing: it must not reach the object that owns
--- its cdata, or that cdata would stay alive for ever.
-function B.track(obj, finalize)
-  local dev = obj.dev
-  if dev == nil then
-    obj.h = ffi.gc(obj.h, finalize)
-  else
-    obj.h = ffi.gc(obj.h, function(h)
-      finalize(h)
-      return dev -- the reference that keeps the device alive
-    end)
-  end
-end
+-- tables. They are the layer's shared finalizers, never a closure made per
+-- object: LuaJIT cannot compile the making of a closure (NYI bytecode FNEW),
+-- which would leave import_pd and every constructor interpreted. Nor does
+-- the handle keep its device object alive (a weak-keyed side table would,
+-- at twice the cost of ffi.gc): when a PD and its device are collected in
+-- the same cycle, in whatever order, objects.lua's pending close covers it.
+function B.track(obj, finalize) obj.h = ffi.gc(obj.h, finalize) end
 
 function B.untrack(obj) ffi.gc(obj.h, nil) end
 
@@ -190,6 +192,32 @@ function B.untrack(obj) ffi.gc(obj.h, nil) end
 -- address; the cdata being finalized itself must not be kept.
 function B.pending_entry(h)
   return tostring(ffi.cast("uintptr_t", h)), ffi.cast("rshare_device *", h)
+end
+
+-- The two POSIX calls behind Device:inheritable_fd() and rshare.close_fd(),
+-- declared only if nothing declared them yet (a redeclaration is an error).
+for name, decl in pairs({ fcntl = "int fcntl(int fd, int cmd, ...);",
+                          close = "int close(int fd);",
+                          strerror = "char *strerror(int errnum);" }) do
+  if not pcall(function() return ffi.C[name] end) then ffi.cdef(decl) end
+end
+local F_DUPFD = 0 -- <fcntl.h> on Linux: the lowest free fd >= arg, no FD_CLOEXEC
+local LOWEST_FD = ffi.new("int", 3) -- a vararg must be an int cdata, not a double
+
+local function errno_text()
+  local errno = ffi.errno()
+  return ffi.string(ffi.C.strerror(errno)), errno
+end
+
+function B.fd_dup_inheritable(fd)
+  local dup = ffi.C.fcntl(fd, F_DUPFD, LOWEST_FD)
+  if dup < 0 then return nil, errno_text() end
+  return dup
+end
+
+function B.fd_close(fd)
+  if ffi.C.close(fd) ~= 0 then return nil, errno_text() end
+  return true
 end
 
 -- Maps are userdata (newproxy gives each its own metatable), since LuaJIT
@@ -201,4 +229,5 @@ end
 
 local M = objects.build(B)
 M.C = C -- the raw library namespace, for callers that need the bare ABI
+M.library = library_path -- the path (or soname) the library was loaded from
 return M

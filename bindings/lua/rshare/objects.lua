@@ -12,9 +12,9 @@
 --    second one returns nil, msg, "RSHARE_E_STALE" from the C library
 --    (handles are generation-checked, so a stale one is always safe to pass).
 --
--- The backend. Its C calls follow rshare_core's convention: the status
+-- The backend. Its C calls follow rshare.core's convention: the status
 -- first, then the out values, which mean something only when the status is
--- OK. They are named as in rshare_core (rshare_ prefix dropped):
+-- OK. They are named as in rshare.core (rshare_ prefix dropped):
 --   device_open(name) device_import(fd) device_close(h) device_fd(h)
 --   device_name(h) device_guid(h) device_provider(h)
 --   pd_alloc(dev_h) pd_import(dev_h, bytes) pd_export(h) pd_handle(h)
@@ -33,8 +33,13 @@
 --   page_read(h, page, off, n)    -> st, bytes   (h: the VAR; page: what
 --   page_write(h, page, off, s)   -> st           var_map gave; in bounds)
 --   track(obj, finalize)  arrange for finalize(obj.h) to run once when obj
---                         is collected, keeping obj.dev alive until then
+--                         is collected (one shared finalize function per
+--                         class: never make a closure per object, which
+--                         LuaJIT cannot compile)
 --   untrack(obj)          cancel that (the handle was released)
+--   fd_dup_inheritable(fd) -> new fd, or nil, strerror text: a duplicate
+--                         without close-on-exec, numbered 3 or more
+--   fd_close(fd)          -> true, or nil, strerror text, errno
 --   gc                    the classes' __gc metamethod, if the backend
 --                         finalizes the object tables themselves
 --   pending_entry(h)      -> key, handle: how to remember a device handle
@@ -47,6 +52,7 @@ local objects = {}
 
 function objects.build(B)
   local OK, E_BUSY = B.OK, B.E_BUSY
+  local EBADF = 9 -- Linux's errno for a bad fd (fd_close)
   -- Locals for what the methods call (fewer lookups on the LuaJIT fast
   -- path); the rest is looked up in B when called.
   local last_error, status_name, guid_string = B.last_error, B.status_name, B.guid_string
@@ -148,17 +154,20 @@ function objects.build(B)
     return make(h, owner)
   end
 
+  -- `live` turns false when this process released the handle, so that
+  -- tostring() need not ask C (and overwrite rshare.last_error()). It is in
+  -- the constructors' table, so setting it later does not grow the table.
   local function new_device(h)
-    return new_object(Device, finalize_device, { h = h })
+    return new_object(Device, finalize_device, { h = h, live = true })
   end
 
   local function new_pd(h, dev)
-    return new_object(Pd, finalize_pd, { h = h, dev = dev })
+    return new_object(Pd, finalize_pd, { h = h, dev = dev, live = true })
   end
 
   -- mapgen counts the ways the page went away; maps remember the count.
   local function new_var(h, dev)
-    return new_object(Var, finalize_var, { h = h, dev = dev, mapgen = 0 })
+    return new_object(Var, finalize_var, { h = h, dev = dev, live = true, mapgen = 0 })
   end
 
   -- Shared by unimport and free: on success the handle is released, so the
@@ -168,6 +177,7 @@ function objects.build(B)
     local st = fn(self.h)
     if st ~= OK then return fail(st) end
     untrack(self)
+    self.live = false
     if pending_count > 0 then close_pending() end
     return true
   end
@@ -181,9 +191,17 @@ function objects.build(B)
     return adopt(new_device, nil, B.device_open(name))
   end
 
+  -- The library works on its own duplicate of fd, and its messages may
+  -- name that duplicate: name the caller's fd instead (every fd a device
+  -- import message mentions is this one or its duplicate).
   function M.from_fd(fd)
     util.check_int(fd, "from_fd", 1)
-    return adopt(new_device, nil, B.device_import(fd))
+    local st, h = B.device_import(fd)
+    if st ~= OK then
+      local msg = last_error():gsub("fd %-?%d+", ("fd %d"):format(fd))
+      return nil, msg, status_name(st)
+    end
+    return new_device(h)
   end
 
   function Device:fd() return value(B.device_fd(self.h)) end
@@ -196,7 +214,22 @@ function objects.build(B)
     local st = device_close(self.h)
     if st ~= OK then return fail(st) end
     untrack(self)
+    self.live = false
     return true
+  end
+
+  -- A duplicate of the device fd that a child process started with
+  -- os.execute or io.popen inherits (the device's own fd is close-on-exec).
+  -- The caller owns it: rshare.close_fd(fd) once the child has started.
+  function Device:inheritable_fd()
+    local st, fd = B.device_fd(self.h)
+    if st ~= OK then return fail(st) end
+    local dup, err = B.fd_dup_inheritable(fd)
+    if not dup then
+      return nil, ("rshare: inheritable_fd: cannot duplicate fd %d: %s"):format(fd, err),
+             "RSHARE_E_IO"
+    end
+    return dup
   end
 
   function Device:alloc_pd()
@@ -256,13 +289,64 @@ function objects.build(B)
   end
 
   ----------------------------------------------------------------------
+  -- tostring(), like the Python module's reprs: the class, then what
+  -- identifies the object, e.g. rshare.PD(handle=3, device=sim0). Released
+  -- objects print <closed>/<released> without calling C.
+  ----------------------------------------------------------------------
+
+  -- "key=value, ..." from a call's out values, or "<STATUS>" if it failed.
+  local function fields(st, keys, ...)
+    if st ~= OK then return "<" .. status_name(st) .. ">" end
+    local out = {}
+    for i, key in ipairs(keys) do
+      out[i] = key .. "=" .. tostring((select(i, ...)))
+    end
+    return table.concat(out, ", ")
+  end
+
+  local function device_label(dev)
+    if not dev.live then return "<closed>" end
+    local st, name = B.device_name(dev.h)
+    if st ~= OK then return "<" .. status_name(st) .. ">" end
+    return name
+  end
+
+  function Device:__tostring()
+    if not self.live then return "rshare.Device(<closed>)" end
+    local st, name = B.device_name(self.h)
+    local fd, provider
+    if st == OK then st, fd = B.device_fd(self.h) end
+    if st == OK then st, provider = B.device_provider(self.h) end
+    return ("rshare.Device(%s)"):format(
+      fields(st, { "name", "fd", "provider" }, name, fd, provider_name(provider)))
+  end
+
+  function Pd:__tostring()
+    if not self.live then return "rshare.PD(<released>)" end
+    local st, handle = pd_handle(self.h)
+    return ("rshare.PD(%s)"):format(
+      fields(st, { "handle", "device" }, handle, device_label(self.dev)))
+  end
+
+  function Var:__tostring()
+    if not self.live then return "rshare.VAR(<released>)" end
+    local st, page_id, length = var_attrs(self.h)
+    return ("rshare.VAR(%s)"):format(
+      fields(st, { "page_id", "length", "device" }, page_id, length, device_label(self.dev)))
+  end
+
+  ----------------------------------------------------------------------
   -- Mapped VAR pages: objects with bounds-checked read/write that refuse
   -- to touch the page once the VAR was unmapped, unimported or freed.
   ----------------------------------------------------------------------
 
   local Map = {}
   local function map_len(m) return (Map.len(m)) end
-  local function map_tostring() return "rshare VAR map" end
+  local function map_tostring(m)
+    local len = Map.len(m)
+    if not len then return "rshare.VAR.map(<unmapped>)" end
+    return ("rshare.VAR.map(length=%d)"):format(len)
+  end
   -- The map objects map() made: no other value passes for a map. A map's
   -- state is in its own metatable, which keeps its VAR alive. The values
   -- are plain `true`: a weak-keyed table under LuaJIT keeps its values
@@ -334,6 +418,17 @@ function objects.build(B)
   ----------------------------------------------------------------------
   -- Library, device list, blobs, channel
   ----------------------------------------------------------------------
+
+  -- Closes an fd from Device:inheritable_fd() (Lua has no close of its own).
+  function M.close_fd(fd)
+    util.check_int(fd, "close_fd", 1)
+    local ok, err, errno = B.fd_close(fd)
+    if not ok then
+      return nil, ("rshare: close_fd: cannot close fd %d: %s"):format(fd, err),
+             errno == EBADF and "RSHARE_E_INVAL" or "RSHARE_E_IO"
+    end
+    return true
+  end
 
   function M.version() return B.version() end
   function M.last_error() return last_error() end

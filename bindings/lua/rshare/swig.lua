@@ -1,10 +1,10 @@
 -- rshare.swig: the rshare Lua API for PUC Lua 5.4 over the SWIG-built C
--- module rshare_core (swig/rshare.i + swig/lua/rshare_lua.i). The API itself
+-- module rshare.core (swig/rshare.i + swig/lua/rshare_lua.i). The API itself
 -- (classes, conventions) is rshare/objects.lua; this file is its backend.
--- rshare_core's functions already return the status first and then their
+-- rshare.core's functions already return the status first and then their
 -- out values, which is the form objects.lua takes, so they serve as they
 -- are; only what Lua 5.4 does differently is added here.
-local core = require "rshare_core"
+local core = require "rshare.core"
 local objects = require "rshare.objects"
 
 local B = setmetatable({
@@ -20,7 +20,7 @@ function B.guid_string(g)
 end
 
 -- Lua never holds the page's address: the bytes move through
--- rshare_core.var_read/var_write, which take integer offsets and lengths.
+-- rshare.core's var_read/var_write, which take integer offsets and lengths.
 function B.page_read(h, _, off, n)
   return core.var_read(h, math.tointeger(off), math.tointeger(n))
 end
@@ -44,6 +44,10 @@ end
 
 -- SWIG handles are plain userdata that SWIG never frees: keep them as they are.
 function B.pending_entry(h) return h, h end
+
+-- rshare.core's own small fd calls (swig/lua/rshare_lua.i): Lua 5.4 has
+-- no way to dup or close an fd, and Debian 12 has no lua-posix for it.
+B.fd_dup_inheritable, B.fd_close = core.fd_dup_inheritable, core.fd_close
 
 -- Maps are tables: Lua 5.4 honours __len on them.
 function B.new_map()
