@@ -68,7 +68,7 @@ for c in $components; do
 	bin) want='bin/rshare$|bash-completion/completions/rshare$|man1/rshare\.1'
 	     never='include/|lib/|man3/' ;;
 	python) want='/rshare/__init__\.py$' ; never='include/|bin/|lua|librshare' ;;
-	lua) want='lua/5\.4/rshare\.lua$|lua/5\.4/.*\.so$' ; never='include/|bin/|python|librshare' ;;
+	lua) want='lua/5\.4/rshare\.lua$|lua/5\.4/rshare/core\.so$|lua/5\.1/rshare/libpath\.lua$' ; never='include/|bin/|python|librshare' ;;
 	esac
 	for w in $(echo "$want" | tr '|' ' '); do
 		grep -Eq "$w" "$tmp/$c.files" || fail "component $c lacks $w"
