@@ -98,6 +98,10 @@ void case_mr_share(const struct hw_target *t)
 	CHECK_OK(rshare_mr_native(mr, (void **)&ibmr));
 	CHECK(ibmr && ibmr->lkey == lkey && ibmr->rkey == rkey);
 	REQUIRE_OK(rshare_mr_export(mr, mblob, sizeof(mblob), &mlen));
+	/* The kernel's rule: remote write needs local write. */
+	CHECK_ST(rshare_mr_reg(pdb, buf, 4096, RSHARE_ACCESS_REMOTE_WRITE, &again),
+		 RSHARE_E_INVAL);
+	CHECK(rshare_last_errno() == EINVAL && again == NULL);
 
 	CHECK_OK(rshare_mr_import(pd, mblob, mlen, &copy));
 	CHECK_OK(rshare_mr_attrs(copy, &addr2, &length2, &lkey2, &rkey2, &access2));

@@ -141,7 +141,7 @@ static void load(void)
 		return;
 	}
 	verbs.verbs_ok = true;
-	/* Sharing needs rdma-core 32+; older ones still list and open. */
+	/* Sharing needs rdma-core 31+; older ones still list and open. */
 	resolve(lib, verbs_sharing, NSYMS(verbs_sharing));
 	resolve(lib, verbs_mr, NSYMS(verbs_mr));
 	resolve(lib, verbs_mr_sharing, NSYMS(verbs_mr_sharing));

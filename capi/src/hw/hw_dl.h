@@ -48,7 +48,7 @@ struct rs_hw_verbs {
 	int (*close_device)(struct ibv_context *context);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	int (*dealloc_pd)(struct ibv_pd *pd);
-	/* IBVERBS_1.10 (rdma-core 32+); NULL when absent */
+	/* IBVERBS_1.10 (rdma-core 31+); NULL when absent */
 	struct ibv_context *(*import_device)(int cmd_fd);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context, uint32_t pd_handle);
 	void (*unimport_pd)(struct ibv_pd *pd);

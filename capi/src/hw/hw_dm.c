@@ -40,6 +40,10 @@ int rs_hw_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
 	ibdm = ibv_alloc_dm(rs_hw_ibctx(ctx), &attr);
 	if (!ibdm) {
 		err = errno;
+		if (err == EINVAL)
+			return rs_fail(RSHARE_E_INVAL, err,
+				       "ibv_alloc_dm(%" PRIu64 " bytes) on %s: the device refuses "
+				       "that size", length, ctx->name);
 		return rs_hw_fail(err, false, "device memory",
 				  "ibv_alloc_dm(%" PRIu64 " bytes) on %s failed", length,
 				  ctx->name);

@@ -24,7 +24,7 @@ static int need_mr(const struct rs_ctx *ctx, bool sharing)
 	if (sharing && (!v->import_mr || !v->unimport_mr))
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
 			       "cannot share memory regions on %s: the loaded libibverbs "
-			       "lacks ibv_import_mr@IBVERBS_1.10 (rdma-core 32 or newer)",
+			       "lacks ibv_import_mr@IBVERBS_1.10 (rdma-core 31 or newer)",
 			       ctx->name);
 	return RSHARE_OK;
 }
@@ -44,6 +44,12 @@ int rs_hw_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t
 	ibmr = rs_hw_verbs()->reg_mr(pd->prov, addr, (size_t)length, (int)access);
 	if (!ibmr) {
 		err = errno;
+		if (err == EINVAL || err == EFAULT)
+			return rs_fail(RSHARE_E_INVAL, err,
+				       "ibv_reg_mr(%" PRIu64 " bytes, access 0x%x) on PD %u of %s: "
+				       "the kernel refused the range or the access flags (remote "
+				       "write and atomic need local write)", length, access,
+				       pd->handle, ctx->name);
 		return rs_hw_fail(err, false, NULL,
 				  "ibv_reg_mr(%" PRIu64 " bytes, access 0x%x) on PD %u of %s failed",
 				  length, access, pd->handle, ctx->name);
@@ -95,7 +101,7 @@ void rs_hw_mr_unimport(struct rs_ctx *ctx, struct rs_mr_info *mr)
 	const struct rs_hw_verbs *v = rs_hw_verbs();
 
 	(void)ctx;
-	/* Before rdma-core 32 no MR can have been imported, and a registered
+	/* Before rdma-core 31 no MR can have been imported, and a registered
 	 * one has no local-only release: its bytes are left to the process. */
 	if (v->unimport_mr)
 		v->unimport_mr(mr->prov);

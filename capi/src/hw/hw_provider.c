@@ -182,7 +182,7 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 		return rs_fail(RSHARE_E_NODEV, 0,
 			       "fd %d is not a simulated device context, and the loaded "
 			       "libibverbs lacks ibv_import_device@IBVERBS_1.10 "
-			       "(rdma-core 32 or newer is needed to share RDMA contexts)", fd);
+			       "(rdma-core 31 or newer is needed to share RDMA contexts)", fd);
 	mine = rs_dup_cloexec(fd);
 	if (mine < 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot duplicate fd %d", fd);
@@ -255,7 +255,7 @@ static int hw_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd)
 	if (!v->import_pd)
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
 			       "the loaded libibverbs lacks ibv_import_pd@IBVERBS_1.10 "
-			       "(rdma-core 32 or newer is needed)");
+			       "(rdma-core 31 or newer is needed)");
 	errno = 0;
 	ibpd = v->import_pd(rs_hw_ibctx(ctx), pd->handle);
 	if (!ibpd) {
@@ -293,7 +293,7 @@ static void hw_pd_unimport(struct rs_ctx *ctx, struct rs_pd_info *pd)
 	const struct rs_hw_verbs *v = rs_hw_verbs();
 
 	(void)ctx;
-	/* ibv_unimport_pd came with ibv_import_pd (rdma-core 32). Before that
+	/* ibv_unimport_pd came with ibv_import_pd (rdma-core 31). Before that
 	 * no PD can have been imported, and an allocated one has no local-only
 	 * release: its few bytes of local state are left to the process. */
 	if (v->unimport_pd)
