@@ -37,7 +37,7 @@
 struct rs_py_obj {
 	PyObject_HEAD
 	void *h;                          /* the C handle (a checked token) */
-	PyObject *dev;                    /* the owning Device; NULL in a Device */
+	PyObject *dev;                    /* the owner: the Device (an MR: its PD); NULL in a Device */
 	PyObject *mapping;                /* what map() made (e.g. (memoryview, mmap)) */
 	PyObject *weakrefs;
 	struct rs_py_obj *prev, *next;    /* every object alive, for fork_release() */
@@ -50,7 +50,8 @@ struct rs_py_obj {
 /* ---- the per-kind C calls ---------------------------------------------- */
 struct kind_ops {
 	const char *name;
-	int (*import)(void *dev, const void *blob, size_t len, void **out);
+	int owner;                        /* the kind of the owner: KIND_DEVICE, or PD for MRs */
+	int (*import)(void *owner, const void *blob, size_t len, void **out);
 	int (*unimport)(void *h);         /* close, for a device */
 	int (*free)(void *h);
 	PyTypeObject *cls;                /* the package's class, see register_class() */
@@ -82,14 +83,50 @@ static int var_import(void *dev, const void *blob, size_t len, void **out)
 static int var_unimport(void *h) { return rshare_var_unimport(h); }
 static int var_free(void *h) { return rshare_var_free(h); }
 
+static int mr_import(void *pd, const void *blob, size_t len, void **out)
+{
+	rshare_mr *mr;
+	int status = rshare_mr_import(pd, blob, len, &mr);
+
+	if (!status)
+		*out = mr;
+	return status;
+}
+static int mr_unimport(void *h) { return rshare_mr_unimport(h); }
+static int mr_dereg(void *h) { return rshare_mr_dereg(h); }
+
+static int dm_import(void *dev, const void *blob, size_t len, void **out)
+{
+	rshare_dm *dm;
+	int status = rshare_dm_import(dev, blob, len, &dm);
+
+	if (!status)
+		*out = dm;
+	return status;
+}
+static int dm_unimport(void *h) { return rshare_dm_unimport(h); }
+static int dm_free(void *h) { return rshare_dm_free(h); }
+
 #define KIND_DEVICE 0
 #define KINDS 5 /* device, then enum rshare_kind: PD, VAR, MR, DM */
 
 static struct kind_ops kinds[KINDS] = {
-	[KIND_DEVICE] = { "device", NULL, device_close_raw, NULL, NULL },
-	[RSHARE_KIND_PD] = { "pd", pd_import, pd_unimport, pd_free, NULL },
-	[RSHARE_KIND_VAR] = { "var", var_import, var_unimport, var_free, NULL },
+	[KIND_DEVICE] = { "device", -1, NULL, device_close_raw, NULL, NULL },
+	[RSHARE_KIND_PD] = { "pd", KIND_DEVICE, pd_import, pd_unimport, pd_free, NULL },
+	[RSHARE_KIND_VAR] = { "var", KIND_DEVICE, var_import, var_unimport, var_free, NULL },
+	[RSHARE_KIND_MR] = { "mr", RSHARE_KIND_PD, mr_import, mr_unimport, mr_dereg, NULL },
+	[RSHARE_KIND_DM] = { "dm", KIND_DEVICE, dm_import, dm_unimport, dm_free, NULL },
 };
+
+/* The Device an object lives on: its owner, or its owner's (an MR's PD's). */
+static PyObject *device_of(const struct rs_py_obj *o)
+{
+	const struct rs_py_obj *owner = (const struct rs_py_obj *)o->dev;
+
+	if (!owner)
+		return NULL;
+	return owner->kind == KIND_DEVICE ? (PyObject *)owner : owner->dev;
+}
 
 /* ---- fork epochs and the list of live objects ---------------------------- */
 static volatile unsigned fork_epoch;
@@ -171,13 +208,19 @@ static void fork_release(struct rs_py_obj *dev)
 {
 	PyObject *mappings = PyList_New(0);
 
-	for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next) {
-		if (o->dev != (PyObject *)dev || !o->live || o->epoch == fork_epoch)
-			continue;
-		kinds[o->kind].unimport(o->h);
-		o->live = false;
-		if (o->mapping && mappings && PyList_Append(mappings, o->mapping) == 0)
-			Py_CLEAR(o->mapping);
+	/* Objects owned by objects (MRs) first: a PD with live MRs is busy. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next) {
+			bool nested = o->dev && o->dev != (PyObject *)dev;
+
+			if (device_of(o) != (PyObject *)dev || !o->live ||
+			    o->epoch == fork_epoch || nested != (pass == 0))
+				continue;
+			kinds[o->kind].unimport(o->h);
+			o->live = false;
+			if (o->mapping && mappings && PyList_Append(mappings, o->mapping) == 0)
+				Py_CLEAR(o->mapping);
+		}
 	}
 	if (mappings) {
 		for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mappings); i++)
@@ -192,7 +235,7 @@ static void fork_release(struct rs_py_obj *dev)
 static bool has_own_objects(struct rs_py_obj *dev)
 {
 	for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next)
-		if (o->dev == (PyObject *)dev && o->live && o->epoch == fork_epoch)
+		if (device_of(o) == (PyObject *)dev && o->live && o->epoch == fork_epoch)
 			return true;
 	return false;
 }
@@ -249,6 +292,35 @@ static PyObject *wrap(int kind, PyObject *dev, void *h, bool imported)
 	o->epoch = fork_epoch;
 	link_object(o);
 	return (PyObject *)o;
+}
+
+/* Is owner what objects of kind live in (a Device, or a PD for MRs)? */
+static bool owner_fits(PyObject *owner, int kind)
+{
+	int want = kinds[kind].owner;
+
+	if (want == KIND_DEVICE)
+		return PyObject_TypeCheck(owner, &context_type);
+	return PyObject_TypeCheck(owner, &object_type) &&
+	       ((struct rs_py_obj *)owner)->kind == want;
+}
+
+static int kind_arg(PyObject *arg, int *kind);
+static PyObject *import_into(PyObject *self, PyObject *blob, int kind);
+
+/* self._import(kind, blob): import_*() for any kind that lives in self. */
+static PyObject *generic_import(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	int kind;
+
+	if (nargs != 2)
+		return PyErr_Format(PyExc_TypeError, "_import(kind, blob)");
+	if (kind_arg(args[0], &kind) < 0)
+		return NULL;
+	if (kind == KIND_DEVICE || !owner_fits(self, kind))
+		return PyErr_Format(PyExc_TypeError, "%s objects are not imported into %.100s",
+				    kinds[kind].name, Py_TYPE(self)->tp_name);
+	return import_into(self, args[1], kind);
 }
 
 PyObject *rs_py_wrap_device(void *h)
@@ -398,6 +470,8 @@ static PyMethodDef object_methods[] = {
 	  "stays live: release it with unimport())." },
 	{ "_release_mapping", object_release_mapping, METH_NOARGS,
 	  "Release the views and mappings stored in _mapping." },
+	{ "_import", (PyCFunction)(void (*)(void))generic_import, METH_FASTCALL,
+	  "_import(kind, blob): import an object of kind that lives in this one (an MR in a PD)." },
 	{ "__enter__", return_self, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))object_exit, METH_FASTCALL,
 	  "Free the object if allocated here, unimport it if imported." },
@@ -459,9 +533,9 @@ static PyObject *context_exit(PyObject *self, PyObject *const *args, Py_ssize_t 
 	return context_close(self, NULL);
 }
 
-/* import_*(blob): blob is bytes (the fast path), any buffer, or the text
- * form (str). */
-static PyObject *context_import(PyObject *self, PyObject *blob, int kind)
+/* import_*(blob) into self (a Device, or a PD for MRs): blob is bytes (the
+ * fast path), any buffer, or the text form (str). */
+static PyObject *import_into(PyObject *self, PyObject *blob, int kind)
 {
 	char decoded[RSHARE_BLOB_MAX];
 	Py_buffer view = { 0 };
@@ -470,6 +544,9 @@ static PyObject *context_import(PyObject *self, PyObject *blob, int kind)
 	void *h;
 	int status;
 
+	if (!kinds[kind].cls)
+		return PyErr_Format(PyExc_RuntimeError, "no class registered for rshare kind %s",
+				    kinds[kind].name);
 	if (PyBytes_CheckExact(blob)) {
 		bytes = PyBytes_AS_STRING(blob);
 		len = (size_t)PyBytes_GET_SIZE(blob);
@@ -503,12 +580,12 @@ static PyObject *context_import(PyObject *self, PyObject *blob, int kind)
 
 static PyObject *context_import_pd(PyObject *self, PyObject *blob)
 {
-	return context_import(self, blob, RSHARE_KIND_PD);
+	return import_into(self, blob, RSHARE_KIND_PD);
 }
 
 static PyObject *context_import_var(PyObject *self, PyObject *blob)
 {
-	return context_import(self, blob, RSHARE_KIND_VAR);
+	return import_into(self, blob, RSHARE_KIND_VAR);
 }
 
 static PyMethodDef context_methods[] = {
@@ -521,6 +598,8 @@ static PyMethodDef context_methods[] = {
 	  "Import the PD described by ``blob`` (bytes, or its text form)." },
 	{ "import_var", context_import_var, METH_O,
 	  "Import the VAR described by ``blob`` (bytes, or its text form)." },
+	{ "_import", (PyCFunction)(void (*)(void))generic_import, METH_FASTCALL,
+	  "_import(kind, blob): import an object of kind (a RSHARE_KIND_*) into this device." },
 	{ "__enter__", return_self, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))context_exit, METH_FASTCALL,
 	  "Close the device if still open." },
@@ -586,8 +665,8 @@ static PyObject *register_class(PyObject *module, PyObject *const *args, Py_ssiz
 	Py_RETURN_NONE;
 }
 
-/* _wrap(kind, dev, handle, imported): the object for a new C handle (from
- * alloc or import); the handle is released if this fails. */
+/* _wrap(kind, owner, handle, imported): the object for a new C handle (from
+ * alloc or import); see the docstring below for who owns it on failure. */
 static PyObject *wrap_handle(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	void *h;
@@ -604,9 +683,10 @@ static PyObject *wrap_handle(PyObject *module, PyObject *const *args, Py_ssize_t
 	imported = PyObject_IsTrue(args[3]);
 	if (imported < 0)
 		return NULL;
-	if (kind == KIND_DEVICE ? args[1] != Py_None : !PyObject_TypeCheck(args[1], &context_type))
-		return PyErr_Format(PyExc_TypeError, "_wrap: dev must be %s",
-				    kind == KIND_DEVICE ? "None" : "a Device");
+	if (kind == KIND_DEVICE ? args[1] != Py_None : !owner_fits(args[1], kind))
+		return PyErr_Format(PyExc_TypeError, "_wrap: the owner of a %s must be %s",
+				    kinds[kind].name, kind == KIND_DEVICE ? "None"
+				    : kinds[kind].owner == KIND_DEVICE ? "a Device" : "a PD");
 	return wrap(kind, kind == KIND_DEVICE ? NULL : args[1], h, imported);
 }
 
@@ -614,7 +694,9 @@ PyMethodDef rs_py_object_methods[] = {
 	{ "_register", (PyCFunction)(void (*)(void))register_class, METH_FASTCALL,
 	  "_register(kind, cls): the class made for kind (0: devices, else a RSHARE_KIND_*)." },
 	{ "_wrap", (PyCFunction)(void (*)(void))wrap_handle, METH_FASTCALL,
-	  "_wrap(kind, dev, handle, imported): an instance of kind's class owning handle." },
+	  "_wrap(kind, owner, handle, imported): an instance of kind's class owning handle,\n"
+	  "living in owner (the Device; a PD for MRs). Bad arguments leave the handle to the\n"
+	  "caller; if making the object fails (no class registered, no memory) it is released." },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -218,3 +218,28 @@ def test_any_call_order_is_safe():
     assert outcomes["ok"] > 500 and outcomes["error"] > 100, outcomes
     del objects, views, devices
     gc.collect()
+
+
+def test_generic_import_and_wrap_check_the_owner(dev):
+    """The C base types' generic entry points (what new kinds build on):
+    each kind lives in its owner (PD, VAR, DM in a Device; an MR in a PD)."""
+    C = rshare._rshare
+    with dev.alloc_pd() as pd:
+        blob = pd.export()
+        with dev._import(C.RSHARE_KIND_PD, blob) as again:
+            assert isinstance(again, rshare.PD) and again.imported
+            assert again.handle == pd.handle and again.device is dev
+        with pytest.raises(TypeError, match="mr objects are not imported into"):
+            dev._import(C.RSHARE_KIND_MR, blob)  # MRs live in a PD
+        with pytest.raises(TypeError, match="pd objects are not imported into"):
+            pd._import(C.RSHARE_KIND_PD, blob)
+        with pytest.raises(ValueError, match="unknown rshare kind"):
+            dev._import(99, blob)
+        handle = C.pd_import(dev, blob)
+        with pytest.raises(TypeError, match="owner of a var must be a Device"):
+            C._wrap(C.RSHARE_KIND_VAR, pd, handle, True)
+        with pytest.raises(TypeError, match="owner of a mr must be a PD"):
+            C._wrap(C.RSHARE_KIND_MR, dev, handle, True)
+        # A refused wrap released nothing it did not own: the raw handle is
+        # still the caller's to release.
+        C.pd_unimport(handle)
