@@ -2,7 +2,8 @@
  * Kernel scale: 100,000 live objects in one table, handles handed out
  * lowest-free first as the kernel's IDR does, memory that follows what is
  * live (the memfd is sparse), and one mapping of a table per process however
- * many contexts of it the process holds.
+ * many contexts of it the process holds (none for a process that only
+ * imports a few blobs).
  */
 #include <stdio.h>
 #include <sys/stat.h>
@@ -32,6 +33,50 @@ static long long file_bytes(int fd)
 
 	REQUIRE(fstat(fd, &st) == 0);
 	return (long long)st.st_blocks * 512;
+}
+
+/* A process that receives a context and imports a few blobs reads the
+ * objects without mapping the table; after a few lookups it maps it, once;
+ * closing the context drops the mapping. */
+static void import_without_mapping(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *dev;
+	rshare_pd *pd;
+	size_t len;
+	int sv[2], before, i;
+	pid_t pid;
+	char c;
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		if (rshare_device_open("sim0", &dev) || rshare_pd_alloc(dev, &pd) ||
+		    rshare_pd_export(pd, blob, sizeof(blob), &len) ||
+		    rshare_channel_send(sv[1], dev, blob, len))
+			_exit(1);
+		_exit(read(sv[1], &c, 1) == 1 ? 0 : 1); /* keep the PD until told */
+	}
+	close(sv[1]);
+	before = sim_mappings();
+	REQUIRE_OK(rshare_channel_recv(sv[0], &dev, blob, sizeof(blob), &len));
+	for (i = 0; i < 8; i++) {
+		CHECK_OK(rshare_pd_import(dev, blob, len, &pd));
+		CHECK_OK(rshare_pd_unimport(pd));
+	}
+	CHECK(sim_mappings() == before); /* read with pread, not mapped */
+	for (i = 0; i < 8; i++) {
+		CHECK_OK(rshare_pd_import(dev, blob, len, &pd));
+		CHECK_OK(rshare_pd_unimport(pd));
+	}
+	CHECK(sim_mappings() == before + 1); /* many lookups: mapped, once */
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(sim_mappings() == before);
+	REQUIRE(write(sv[0], "x", 1) == 1);
+	waitpid(pid, NULL, 0);
+	close(sv[0]);
 }
 
 int main(void)
@@ -109,5 +154,6 @@ int main(void)
 	CHECK(sim_mappings() == 1);
 	CHECK_OK(rshare_device_close(dev));
 	CHECK(sim_mappings() == 0);
+	import_without_mapping();
 	TEST_DONE();
 }

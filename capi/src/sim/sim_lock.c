@@ -179,14 +179,27 @@ static int lock_slow(struct sim_table *t, uint64_t mine)
 	}
 }
 
+/* With m->local held. Published with a release store: sim_lookup reads
+ * m->t without the mutex. */
 static int map_table(struct sim_map *m, int fd)
 {
 	void *p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	if (p == MAP_FAILED)
 		return rs_fail(RSHARE_E_IO, errno, "cannot map the simulated object table");
-	m->t = p;
+	__atomic_store_n(&m->t, (struct sim_table *)p, __ATOMIC_RELEASE);
 	return RSHARE_OK;
+}
+
+int sim_map_table(struct sim_map *m, int fd)
+{
+	int status = RSHARE_OK;
+
+	pthread_mutex_lock(&m->local);
+	if (!m->t)
+		status = map_table(m, fd);
+	pthread_mutex_unlock(&m->local);
+	return status;
 }
 
 int sim_lock(struct sim_map *m, int fd)

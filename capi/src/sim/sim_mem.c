@@ -18,7 +18,8 @@
  * copy, with the table lock held, so a concurrent free cannot redirect them.
  *
  * Untrusted-memory rule (sim_table.h): shared memory is read only through
- * sim_find (validated copies) and the granule owner records, each read once.
+ * sim_find/sim_lookup (validated copies) and the granule owner records, each
+ * read once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -77,13 +78,8 @@ int sim_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t l
 int sim_mr_import(struct rs_ctx *ctx, struct rs_pd_info *pd, struct rs_mr_info *mr)
 {
 	struct sim_objv o;
-	struct sim_table *t;
-	int status = lock(ctx, &t);
+	int status = sim_lookup(ctx->prov, ctx->fd, SIM_MR, mr->handle, mr->serial, &o);
 
-	if (status)
-		return status;
-	status = sim_find(t, SIM_MR, mr->handle, mr->serial, &o);
-	sim_unlock(ctx->prov);
 	if (status)
 		return status;
 	if (o.pd_handle != mr->pd_handle || o.addr != mr->addr || o.length != mr->length ||
@@ -208,13 +204,8 @@ out:
 int sim_dm_import(struct rs_ctx *ctx, struct rs_dm_info *dm)
 {
 	struct sim_objv o;
-	struct sim_table *t;
-	int status = lock(ctx, &t);
+	int status = sim_lookup(ctx->prov, ctx->fd, SIM_DM, dm->handle, dm->serial, &o);
 
-	if (status)
-		return status;
-	status = sim_find(t, SIM_DM, dm->handle, dm->serial, &o);
-	sim_unlock(ctx->prov);
 	if (!status && o.length != dm->length)
 		status = rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
 				 "blob's DM length %llu does not match the table's DM %u "

@@ -5,7 +5,7 @@
  * another's mappings, so a mapped table or VAR page never faults.
  *
  * Untrusted-memory rule (sim_table.h): the memfd is untrusted input. This
- * file reads shared memory only through sim_find (validated copies) and the
+ * file reads shared memory only through sim_find/sim_lookup (validated copies) and the
  * checks below; every offset it computes comes from validated copies and
  * the process's own constants.
  */
@@ -163,14 +163,8 @@ static int sim_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 static int sim_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd)
 {
 	struct sim_objv o;
-	struct sim_table *t;
-	int status = lock(ctx, &t);
 
-	if (status)
-		return status;
-	status = sim_find(t, SIM_PD, pd->handle, pd->serial, &o);
-	unlock(ctx);
-	return status;
+	return sim_lookup(ctx->prov, ctx->fd, SIM_PD, pd->handle, pd->serial, &o);
 }
 
 static void sim_unimport(struct rs_ctx *ctx, void *obj)
@@ -272,13 +266,8 @@ static int sim_var_import(struct rs_ctx *ctx, struct rs_var_info *var)
 {
 	struct rs_var_info want = *var;
 	struct sim_objv o;
-	struct sim_table *t;
-	int status = lock(ctx, &t);
+	int status = sim_lookup(ctx->prov, ctx->fd, SIM_VAR, var->handle, var->serial, &o);
 
-	if (status)
-		return status;
-	status = sim_find(t, SIM_VAR, var->handle, var->serial, &o);
-	unlock(ctx);
 	if (status)
 		return status;
 	want.page_id = o.page; /* validated: < SIM_VAR_PAGES */

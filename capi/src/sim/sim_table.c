@@ -8,7 +8,9 @@
  * checked against the object slot itself and corrected, never believed.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rshare/rshare.h"
 #include "sim/sim_table.h"
@@ -83,13 +85,9 @@ static void mark_free(struct sim_table *t, uint32_t h)
 	SH_STORE(t->s.top, SH_LOAD(t->s.top) & ~bit(i));
 }
 
-/* Copy slot h (< SIM_MAX_OBJECTS) field by field, once each, and say
- * whether the copy is a well-formed live object: its type known, its
- * indices in range, and the resources it names recorded as its own. */
-static bool load_obj(struct sim_table *t, uint32_t h, struct sim_objv *o)
+/* Copy slot s field by field, once each, into o. */
+static void copy_obj(const struct sim_obj *s, struct sim_objv *o)
 {
-	const struct sim_obj *s = &t->objs[h];
-
 	o->type = SH_LOAD(s->type);
 	o->key = SH_LOAD(s->key);
 	o->serial = SH_LOAD(s->serial);
@@ -102,13 +100,22 @@ static bool load_obj(struct sim_table *t, uint32_t h, struct sim_objv *o)
 	o->length = SH_LOAD(s->length);
 	o->dm_first = SH_LOAD(s->dm_first);
 	o->dm_count = SH_LOAD(s->dm_count);
+}
+
+/* Is the copy o of slot h (< SIM_MAX_OBJECTS) a well-formed live object:
+ * its type known, its indices in range, and the resources it names
+ * recorded as its own in the owner records (shared or a copy; each entry
+ * read once)? */
+static bool valid_obj(struct sim_objv *o, uint32_t h, const uint32_t *var_owner,
+		      const uint32_t *dm_owner)
+{
 	switch (o->type) {
 	case SIM_PD:
 		if (o->mr_count > SIM_MAX_OBJECTS)
 			o->mr_count = SIM_MAX_OBJECTS; /* a count, not an index: clamp */
 		return true;
 	case SIM_VAR:
-		return o->page < SIM_VAR_PAGES && SH_LOAD(t->s.var_owner[o->page]) == h + 1;
+		return o->page < SIM_VAR_PAGES && SH_LOAD(var_owner[o->page]) == h + 1;
 	case SIM_MR:
 		return o->pd_handle < SIM_MAX_OBJECTS && o->key <= 0xff;
 	case SIM_DM:
@@ -117,12 +124,18 @@ static bool load_obj(struct sim_table *t, uint32_t h, struct sim_objv *o)
 		    o->length > (uint64_t)o->dm_count * SIM_DM_GRANULE)
 			return false;
 		for (uint32_t g = o->dm_first; g < o->dm_first + o->dm_count; g++)
-			if (SH_LOAD(t->s.dm_owner[g]) != h + 1)
+			if (SH_LOAD(dm_owner[g]) != h + 1)
 				return false;
 		return true;
 	default:
 		return false;
 	}
+}
+
+static bool load_obj(struct sim_table *t, uint32_t h, struct sim_objv *o)
+{
+	copy_obj(&t->objs[h], o);
+	return valid_obj(o, h, t->s.var_owner, t->s.dm_owner);
 }
 
 static const char *type_name(uint32_t type)
@@ -137,16 +150,73 @@ bool sim_find_quiet(struct sim_table *t, uint32_t type, uint32_t handle,
 	return handle < SIM_MAX_OBJECTS && load_obj(t, handle, o) && o->type == type;
 }
 
+static int not_found(uint32_t type, uint32_t handle, uint64_t serial)
+{
+	return rs_fail(RSHARE_E_NOT_FOUND, ENOENT,
+		       "simulated table has no %s with handle %u (serial %llu): "
+		       "it was freed or never existed",
+		       type_name(type), handle, (unsigned long long)serial);
+}
+
 int sim_find(struct sim_table *t, uint32_t type, uint32_t handle, uint64_t serial,
 	     struct sim_objv *o)
 {
 	if (handle < SIM_MAX_OBJECTS && load_obj(t, handle, o) && o->type == type &&
 	    o->serial == serial)
 		return RSHARE_OK;
-	return rs_fail(RSHARE_E_NOT_FOUND, ENOENT,
-		       "simulated table has no %s with handle %u (serial %llu): "
-		       "it was freed or never existed",
-		       type_name(type), handle, (unsigned long long)serial);
+	return not_found(type, handle, serial);
+}
+
+/* Lookups after which a process that has not mapped the table maps it: a
+ * few single reads cost less than a mapping, many do not. */
+#define PREAD_LOOKUPS 8
+
+/* The slot and the owner records, read with pread (one copy each). */
+static int pread_obj(int fd, uint32_t h, struct sim_objv *o, bool *valid)
+{
+	struct sim_obj s;
+	struct {
+		uint32_t var_owner[SIM_VAR_PAGES];
+		uint32_t dm_owner[SIM_DM_GRANULES];
+	} own;
+	off_t off = (off_t)(offsetof(struct sim_table, objs) + (size_t)h * sizeof(s));
+
+	_Static_assert(offsetof(struct sim_shared, dm_owner) ==
+			       offsetof(struct sim_shared, var_owner) + sizeof(own.var_owner),
+		       "owner records are contiguous");
+	if (pread(fd, &s, sizeof(s), off) != (ssize_t)sizeof(s))
+		return rs_fail(RSHARE_E_IO, errno, "cannot read simulated object %u", h);
+	copy_obj(&s, o);
+	if ((o->type == SIM_VAR || o->type == SIM_DM) &&
+	    pread(fd, &own, sizeof(own), (off_t)offsetof(struct sim_table, s.var_owner)) !=
+		    (ssize_t)sizeof(own))
+		return rs_fail(RSHARE_E_IO, errno, "cannot read the simulated owner records");
+	*valid = valid_obj(o, h, own.var_owner, own.dm_owner);
+	return RSHARE_OK;
+}
+
+int sim_lookup(struct sim_map *m, int fd, uint32_t type, uint32_t handle, uint64_t serial,
+	       struct sim_objv *o)
+{
+	struct sim_table *t = __atomic_load_n(&m->t, __ATOMIC_ACQUIRE);
+	bool valid = false;
+	int status;
+
+	if (handle >= SIM_MAX_OBJECTS)
+		return not_found(type, handle, serial);
+	if (!t && __atomic_add_fetch(&m->lookups, 1, __ATOMIC_RELAXED) > PREAD_LOOKUPS &&
+	    (status = sim_map_table(m, fd)) == RSHARE_OK)
+		t = __atomic_load_n(&m->t, __ATOMIC_ACQUIRE);
+	if (t) {
+		valid = load_obj(t, handle, o);
+	} else {
+		status = pread_obj(fd, handle, o, &valid);
+		if (status)
+			return status;
+	}
+	if (valid && o->type == type && o->serial == serial)
+		return RSHARE_OK;
+	return not_found(type, handle, serial);
 }
 
 /* The lowest free handle. Each level's word is read once; a level that

@@ -142,7 +142,8 @@ struct sim_map {
 	/* Serialises this process's threads on the table: the shared lock
 	 * then only has to tell processes apart. Covers everything below. */
 	pthread_mutex_t local;
-	struct sim_table *t;     /* mapped on first use; NULL before */
+	struct sim_table *t;     /* mapped on first use (set once, atomically); NULL before */
+	unsigned lookups;        /* sim_lookup calls before the table was mapped */
 	/* The validated constants. */
 	uint32_t page_size;
 	uint64_t table_id;
@@ -178,6 +179,8 @@ int sim_lock(struct sim_map *m, int fd);
 void sim_unlock(struct sim_map *m);
 /* In a forked child: forget the parent's lock value. */
 void sim_lock_after_fork(void);
+/* Map the table in this process if it is not yet (sim_lookup). */
+int sim_map_table(struct sim_map *m, int fd);
 /* The bound in ms (SIM_LOCK_BOUND_MS or RSHARE_SIM_LOCK_MS). */
 unsigned sim_lock_bound_ms(void);
 
@@ -196,6 +199,15 @@ struct sim_objv {
  * live, well-formed object; *o gets its validated copy. */
 int sim_find(struct sim_table *t, uint32_t type, uint32_t handle, uint64_t serial,
 	     struct sim_objv *o);
+/* sim_find without the lock, for imports: they only check that an object
+ * exists as described, a point-in-time answer the lock would not make any
+ * truer (it may be freed right after either way). Every update publishes an
+ * object last and unpublishes it first, so a lookup sees a whole object or
+ * none. A process that has not mapped the table reads the slot with pread
+ * and maps only after a few lookups, so one that receives a context, imports
+ * a blob and closes it again never maps the table at all. */
+int sim_lookup(struct sim_map *m, int fd, uint32_t type, uint32_t handle, uint64_t serial,
+	       struct sim_objv *o);
 /* The same without recording an error: for probes. */
 bool sim_find_quiet(struct sim_table *t, uint32_t type, uint32_t handle,
 		    struct sim_objv *o);
