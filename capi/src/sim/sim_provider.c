@@ -25,7 +25,6 @@
 #include "util/fdutil.h"
 
 #define SIM_NAME "sim0"
-#define SIM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 static bool sim_hidden(void)
 {
@@ -110,14 +109,13 @@ static bool sim_owns_fd(int fd)
 	return pread(fd, &magic, sizeof(magic), 0) == sizeof(magic) && magic == SIM_MAGIC;
 }
 
+/* The seals are checked where the header is, once per process and table
+ * (sim_map_get): seals can only ever be added, so a table seen sealed stays
+ * sealed. */
 static int sim_import(int fd, struct rs_ctx *ctx)
 {
 	struct sim_map *m;
-	int seals = fcntl(fd, F_GET_SEALS), status;
-
-	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
-		return rs_fail(RSHARE_E_NODEV, 0, "fd %d is not a simulated device context", fd);
-	status = sim_map_get(fd, &m);
+	int status = sim_map_get(fd, &m);
 	if (status)
 		return status;
 	fill_ctx(fd, m, ctx);

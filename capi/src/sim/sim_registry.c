@@ -119,6 +119,7 @@ int sim_map_get(int fd, struct sim_map **out)
 	struct sim_header hdr;
 	struct stat st;
 	struct sim_map *m;
+	int seals;
 
 	if (fstat(fd, &st) < 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot stat fd %d", fd);
@@ -131,7 +132,12 @@ int sim_map_get(int fd, struct sim_map **out)
 		return RSHARE_OK;
 	}
 	pthread_mutex_unlock(&reg_lock);
-	/* First sight of this table here: validate its constants, once. */
+	/* First sight of this table here: validate its seals and constants,
+	 * once (seals are never removed). */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
+		return rs_fail(RSHARE_E_NODEV, 0, "fd %d is not a simulated device context "
+			       "(not a sealed memfd)", fd);
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
 		return rs_fail(RSHARE_E_IO, errno, "cannot read the simulated table header");
 	if (!header_ok(&hdr, &st))

@@ -30,6 +30,7 @@
 #ifndef RSHARE_SIM_TABLE_H
 #define RSHARE_SIM_TABLE_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,6 +40,9 @@
 #define SIM_MAGIC 0x3242415453485352ull /* "RSHSTAB2" as little-endian bytes */
 #define SIM_LAYOUT 2
 #define SIM_GUID 0x02c0de5100000030ull /* sim0's node GUID */
+/* A table's memfd is sealed against any change of size, and the seals
+ * themselves: nobody's mapping can ever lose its end (no SIGBUS). */
+#define SIM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* Handles: three levels of 64-bit "used" bitmaps, so finding the lowest
  * free handle is three loads and three ctz, whatever is live. */
