@@ -7,6 +7,7 @@
  * keep working with clear statuses.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -29,6 +30,19 @@ static void half_made_var(struct sim_table *t)
 	t->s.var_owner[5] = 901;
 	t->objs[900].page = 5;
 	t->objs[900].type = 77; /* not yet a valid type */
+}
+
+static rshare_device *shared_dev;
+
+/* A thread's pd_alloc against a stuck holder: its time in ms. */
+static void *timed_alloc(void *arg)
+{
+	uint64_t t0 = ms_now();
+	rshare_pd *pd;
+
+	*(int *)arg = rshare_pd_alloc(shared_dev, &pd);
+	*((int *)arg + 1) = (int)(ms_now() - t0);
+	return NULL;
 }
 
 static uint32_t victim_handle; /* a live PD the next damage half-frees */
@@ -110,6 +124,22 @@ int main(void)
 		waited = ms_now() - t0;
 		CHECK(waited >= BOUND_MS && waited < BOUND_MS + 1000);
 		CHECK_MSG("locked by another process");
+		/* Two threads at once: each gets BUSY within the bound, not one
+		 * bound after the other (the second waits on the process-local
+		 * mutex with the same deadline). */
+		{
+			pthread_t th[2];
+			int res[2][2];
+
+			shared_dev = dev;
+			for (int i = 0; i < 2; i++)
+				REQUIRE(pthread_create(&th[i], NULL, timed_alloc, res[i]) == 0);
+			for (int i = 0; i < 2; i++) {
+				pthread_join(th[i], NULL);
+				CHECK_ST(res[i][0], RSHARE_E_BUSY);
+				CHECK(res[i][1] < 2 * BOUND_MS - 80);
+			}
+		}
 		kill_peer(pid);
 		CHECK_OK(rshare_pd_alloc(dev, &pd2));
 		CHECK_OK(rshare_pd_free(pd2));

@@ -146,11 +146,13 @@ static uint32_t *futex_word(struct sim_table *t)
 	return (uint32_t *)(void *)&t->s.lock;
 }
 
-static int lock_slow(struct sim_table *t, uint64_t mine)
+/* deadline: CLOCK_MONOTONIC ns, or 0 for "the bound from now". */
+static int lock_slow(struct sim_table *t, uint64_t mine, uint64_t deadline)
 {
-	uint64_t deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
 	uint64_t v;
 
+	if (!deadline)
+		deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
 	for (int i = 0; i < SPINS; i++) {
 		v = SH_LOAD(t->s.lock);
 		if (v == 0 && try_take(&t->s.lock, 0, mine))
@@ -202,17 +204,39 @@ int sim_map_table(struct sim_map *m, int fd)
 	return status;
 }
 
+/* The process-local mutex, within the same bound: another thread of this
+ * process may be waiting out a stuck peer while holding it. */
+static int lock_local(struct sim_map *m, uint64_t *deadline)
+{
+	struct timespec until;
+	int err;
+
+	if (pthread_mutex_trylock(&m->local) == 0)
+		return RSHARE_OK;
+	*deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
+	until.tv_sec = (time_t)(*deadline / 1000000000ull);
+	until.tv_nsec = (long)(*deadline % 1000000000ull);
+	err = pthread_mutex_clocklock(&m->local, CLOCK_MONOTONIC, &until);
+	if (err)
+		return rs_fail(RSHARE_E_BUSY, err,
+			       "simulated object table locked by another process for %u ms "
+			       "(another thread of this one is waiting for it)",
+			       sim_lock_bound_ms());
+	return RSHARE_OK;
+}
+
 int sim_lock(struct sim_map *m, int fd)
 {
-	uint64_t mine;
-	int status;
+	uint64_t mine, deadline = 0;
+	int status = lock_local(m, &deadline);
 
-	pthread_mutex_lock(&m->local);
+	if (status)
+		return status;
 	if (!m->t && (status = map_table(m, fd)) != RSHARE_OK)
 		goto fail;
 	mine = my_lock_value();
 	if (!try_take(&m->t->s.lock, 0, mine) &&
-	    (status = lock_slow(m->t, mine)) != RSHARE_OK)
+	    (status = lock_slow(m->t, mine, deadline)) != RSHARE_OK)
 		goto fail;
 	/* A holder that died mid-update (or a peer's scribble) left an
 	 * intent: settle it before anything else reads the table. */
