@@ -1,10 +1,12 @@
 -- luarocks: build and install rshare's Lua modules from this tree with
 --   luarocks make rshare-scm-1.rockspec
--- The "cmake" build type builds the whole project (CMakeLists.txt) and
--- installs it into the rock's prefix: librshare.so.1 stays in the rock's
--- lib/ directory (rshare/core.so and rshare.ffi find it there by their
--- recorded install path), the Lua modules go to luarocks' directories
--- through the cache variables below (bindings/lua/CMakeLists.txt).
+-- The "cmake" build type builds the C library, the rshare command and the
+-- Lua part (RSHARE_PARTS) and installs them into the rock's directory. The
+-- Lua modules go to luarocks' directories, through the cache variables of
+-- bindings/lua/CMakeLists.txt, and from there into the tree. The rest stays
+-- in the rock's c/ directory, which luarocks does not deploy: c/lib holds
+-- librshare.so.1, where rshare/core.so (RUNPATH) and rshare.ffi
+-- (rshare/libpath.lua) find it by its absolute path; c/bin the command.
 -- Needs what the CMake build needs: a C compiler, cmake, swig, liblua5.4-dev
 -- and luajit (Debian names). docs/lua.md says more.
 --
@@ -28,6 +30,7 @@ Lua 5.4 and the FFI module rshare.ffi under LuaJIT, with one set of objects
 and conventions. A simulated device, sim0, works without RDMA hardware.
 ]],
   labels = { "rdma", "ipc", "ffi" },
+  license = "GPL-2.0-only OR BSD-2-Clause",
 }
 
 dependencies = {
@@ -39,7 +42,9 @@ build = {
   variables = {
     CMAKE_BUILD_TYPE = "Release",
     CMAKE_INSTALL_PREFIX = "$(PREFIX)",
-    CMAKE_INSTALL_LIBDIR = "lib",
+    CMAKE_INSTALL_LIBDIR = "c/lib",
+    CMAKE_INSTALL_BINDIR = "c/bin",
+    RSHARE_PARTS = "bindings/lua",
     RSHARE_LUA54_LMOD_DIR = "$(LUADIR)",
     RSHARE_LUA54_CMOD_DIR = "$(LIBDIR)",
     RSHARE_LUAJIT_LMOD_DIR = "$(LUADIR)",

@@ -15,7 +15,7 @@ PACKAGES="build-essential cmake pkg-config man-db
   libibverbs-dev libffi-dev
   swig python3 python3-dev python3-pytest python3-cffi
   python3-pip python3-setuptools python3-wheel mypy
-  lua5.4 liblua5.4-dev luajit
+  lua5.4 liblua5.4-dev luajit luarocks
   abigail-tools clang libclang-rt-14-dev"
 
 install_missing() {

@@ -1,12 +1,15 @@
--- The rockspec at the top of the tree: it loads as Lua (a rockspec is a
--- chunk of global assignments), has the fields luarocks requires for the
--- format it declares, is named after its package and version, and names
--- only things that exist: the CMake build, the cache variables it sets
--- (declared in bindings/lua/CMakeLists.txt), the directories it copies.
---   usage: lua5.4 rockspec_test.lua <source dir> <project version>
+-- The rockspec at the top of the tree: `luarocks lint` accepts it, it loads
+-- as Lua (a rockspec is a chunk of global assignments), is named after its
+-- package and version, and names only things that exist: the CMake build,
+-- the cache variables it sets (declared in CMakeLists.txt or
+-- bindings/lua/CMakeLists.txt), the directories it copies.
+-- (`luarocks make` itself builds the project, too long for every test run:
+-- docs/lua.md gives the command.)
+--   usage: lua5.4 rockspec_test.lua <source dir> <project version> <luarocks>
 package.path = arg[0]:gsub("[^/]+$", "?.lua") .. ";" .. package.path
 local T = require "testlib"
 local root, project_version = assert(arg[1], "source dir"), assert(arg[2], "version")
+local luarocks = assert(arg[3], "luarocks")
 
 local function read(path)
   local f = assert(io.open(path, "rb"))
@@ -70,21 +73,29 @@ function cases.build_names_what_exists()
   local build = spec.build
   T.eq(build.type, "cmake", "build.type")
   T.eq(kind(root .. "/CMakeLists.txt"), "file", "the CMake build")
-  local cmake_lua = read(root .. "/bindings/lua/CMakeLists.txt")
+  local cmake = read(root .. "/CMakeLists.txt") .. read(root .. "/bindings/lua/CMakeLists.txt")
   local n = 0
   for name, value in pairs(build.variables) do
     T.eq(type(value), "string", "variable " .. name)
     if name:match("^RSHARE_") then
       n = n + 1
-      T.ok(cmake_lua:find("set%(" .. name .. " [^\n]*CACHE"),
-           name .. " is a cache variable of bindings/lua/CMakeLists.txt")
+      T.ok(cmake:find("set%(" .. name .. " [^\n]*CACHE"), name .. " is a cache variable")
     end
   end
-  T.eq(n, 3, "the three install directories are set")
+  T.eq(n, 4, "the parts to build and the three Lua install directories are set")
   T.eq(build.variables.CMAKE_INSTALL_PREFIX, "$(PREFIX)", "installs into the rock")
   for _, dir in ipairs(build.copy_directories or {}) do
     T.eq(kind(root .. "/" .. dir), "directory", "copy_directories " .. dir)
   end
+end
+
+function cases.luarocks_lint()
+  local name = rockspecs()[1]
+  -- luarocks is a Lua program: our test LUA_PATH must not reach it.
+  local command = ("cd '%s' && env -u LUA_PATH -u LUA_CPATH '%s' --lua-version=5.4 lint '%s'")
+    :format(root, luarocks, name)
+  local ok = os.execute(command)
+  T.ok(ok == true or ok == 0, "luarocks lint " .. name)
 end
 
 T.run(cases)
