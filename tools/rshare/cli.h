@@ -97,5 +97,9 @@ extern const struct cli_command cli_devices;
 extern const struct cli_command cli_demo;
 extern const struct cli_command cli_demo_worker;
 extern const struct cli_command cli_inspect;
+extern const struct cli_command cli_serve;
+extern const struct cli_command cli_shares;
+extern const struct cli_command cli_publish;
+extern const struct cli_command cli_attach;
 
 #endif

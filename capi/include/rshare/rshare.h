@@ -675,6 +675,163 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);
 
+/* ------------------------------------------------------------------ */
+/* Broker: named shares between unrelated processes (since 1.1)         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A broker holds named shares, each a device context fd plus a payload
+ * (by convention the export blobs of the objects shared, concatenated), and
+ * hands them to the processes that attach by name, subject to the share's
+ * policy checked against the kernel's peer credentials (SO_PEERCRED). It runs
+ * as `rshare serve` or embedded as a thread (rshare_broker_start()).
+ * Wire protocol, endpoints and policy: docs/broker.md.
+ *
+ * Every rshare_broker_* function that takes an endpoint accepts NULL for the
+ * default: $RSHARE_BROKER, else $XDG_RUNTIME_DIR/rshare/broker.sock, else
+ * /run/rshare/broker.sock for root and /tmp/rshare-$UID/broker.sock for
+ * others. A broker that cannot be reached gives RSHARE_E_IO with
+ * rshare_last_errno() set (ENOENT or ECONNREFUSED: no broker there), as does
+ * a broker that dies during a call.
+ */
+
+/** An embedded broker (a thread of this process). Opaque. Since 1.1. */
+typedef struct rshare_broker rshare_broker;
+/** A share this process published; the publisher's side. Opaque. Since 1.1. */
+typedef struct rshare_share rshare_share;
+/** Options of rshare_broker_publish(); see struct rshare_publish_opts. Since 1.1. */
+typedef struct rshare_publish_opts rshare_publish_opts;
+
+/** Share limits (since 1.1). */
+enum rshare_share_limits {
+	RSHARE_SHARE_NAME_MAX = 255, /**< longest share name, in bytes (NUL excluded) */
+	RSHARE_SHARE_IDS_MAX = 64    /**< most uids, and most gids, a share may list */
+};
+
+/** rshare_publish_opts.flags (since 1.1). */
+enum rshare_publish_flags {
+	RSHARE_PUBLISH_PERSISTENT = 1 /**< the share outlives its publisher, until withdrawn */
+};
+
+/**
+ * Options of a share (since 1.1). Set size to sizeof(struct
+ * rshare_publish_opts) and zero what you do not use: later versions only
+ * append fields, and read those only when size covers them. uids and gids
+ * (n_uids, n_gids at most RSHARE_SHARE_IDS_MAX; the pointer may be NULL when
+ * its count is 0) are the users and groups allowed to attach besides the
+ * owner's uid and root.
+ */
+struct rshare_publish_opts {
+	size_t size;          /**< sizeof(struct rshare_publish_opts): always first */
+	uint32_t flags;       /**< RSHARE_PUBLISH_* */
+	uint32_t n_uids;      /**< entries in uids */
+	uint32_t n_gids;      /**< entries in gids */
+	uint32_t reserved;    /**< 0 */
+	const uint32_t *uids; /**< uids allowed to attach */
+	const uint32_t *gids; /**< gids allowed to attach (primary or supplementary) */
+};
+
+/**
+ * Start a broker as a thread of this process, listening on endpoint (a
+ * filesystem path; NULL for the default, above). It creates the socket's
+ * directory (mode 0700) when missing, replaces a stale socket left by a dead
+ * broker, and never displaces a live one. With endpoint NULL and systemd
+ * socket activation ($LISTEN_PID is this process, $LISTEN_FDS >= 1) it
+ * serves the passed socket (fd 3) instead. Refused attaches are logged to
+ * stderr. Stop it with rshare_broker_stop(), which withdraws every share.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (broker NULL, endpoint empty or longer
+ * than a socket path); RSHARE_E_BUSY (a live broker serves endpoint);
+ * RSHARE_E_PERM (the directory is not this user's, or not writable);
+ * RSHARE_E_NOMEM; RSHARE_E_IO. Since 1.1.
+ */
+RSHARE_API int rshare_broker_start(const char *endpoint, rshare_broker **broker);
+
+/**
+ * Stop an embedded broker: its thread ends, every share it holds is
+ * withdrawn (attachers keep the devices they hold), its socket file is
+ * removed, and the handle becomes stale.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE. Since 1.1.
+ */
+RSHARE_API int rshare_broker_stop(rshare_broker *broker);
+
+/**
+ * The path the embedded broker listens on, with the (buf, cap, len)
+ * convention (NUL-terminated).
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE. Since 1.1.
+ */
+RSHARE_API int rshare_broker_endpoint(const rshare_broker *broker, char *buf, size_t cap,
+				      size_t *len);
+
+/**
+ * The default endpoint (see above) for this process's environment and
+ * user, with the (buf, cap, len) convention.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (len NULL, or the path would be too
+ * long for a socket); RSHARE_E_NOSPACE. Since 1.1.
+ */
+RSHARE_API int rshare_broker_default_endpoint(char *buf, size_t cap, size_t *len);
+
+/**
+ * Publish dev and len bytes of payload (at most RSHARE_PAYLOAD_MAX; NULL
+ * when len is 0) under name (1..RSHARE_SHARE_NAME_MAX bytes of
+ * [A-Za-z0-9._-], with '/' separating non-empty parts) at the broker on
+ * endpoint. opts may be NULL (defaults: not persistent, no extra uids or
+ * gids). The broker keeps its own reference to the device context. The
+ * share lives while *share does (this process's connection to the broker),
+ * or with RSHARE_PUBLISH_PERSISTENT until withdrawn. *share is released by
+ * rshare_broker_withdraw().
+ * Returns RSHARE_OK; RSHARE_E_INVAL (bad name, options or payload);
+ * RSHARE_E_STALE (dev); RSHARE_E_BUSY (the name is taken); RSHARE_E_NODEV
+ * (the broker refused the device); RSHARE_E_NOMEM; RSHARE_E_PROTOCOL;
+ * RSHARE_E_IO. Since 1.1.
+ */
+RSHARE_API int rshare_broker_publish(const char *endpoint, const char *name,
+				     const rshare_device *dev, const void *payload, size_t len,
+				     const rshare_publish_opts *opts, rshare_share **share);
+
+/**
+ * Withdraw the share this process published as share (if the broker still
+ * holds it: a name withdrawn meanwhile by root, or gone with its broker,
+ * is not an error) and release the handle, which becomes stale.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE. Since 1.1.
+ */
+RSHARE_API int rshare_broker_withdraw(rshare_share *share);
+
+/**
+ * Withdraw the share called name from the broker on endpoint, whoever
+ * published it (a persistent share, typically). Allowed to the share's
+ * owner uid and root.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (name NULL or invalid);
+ * RSHARE_E_NOT_FOUND; RSHARE_E_PERM; RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
+ */
+RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *name);
+
+/**
+ * Attach to the share called name: a new device handle *dev importing its
+ * context, and its payload copied to payload (cap bytes) with *len set.
+ * When the name is not published, wait for it up to timeout_ms
+ * milliseconds (0: do not wait; negative: wait without limit). A payload
+ * larger than cap (or payload NULL) gives RSHARE_E_NOSPACE with *len set;
+ * nothing is attached then.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (a NULL argument or invalid name);
+ * RSHARE_E_NOT_FOUND (no such share, within the timeout); RSHARE_E_PERM
+ * (the share's policy refuses this process's uid and groups);
+ * RSHARE_E_NOSPACE; RSHARE_E_NODEV; RSHARE_E_NOMEM; RSHARE_E_PROTOCOL;
+ * RSHARE_E_IO. Since 1.1.
+ */
+RSHARE_API int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
+				    rshare_device **dev, void *payload, size_t cap, size_t *len);
+
+/**
+ * The shares the broker on endpoint holds, as a JSON array sorted by name,
+ * with the (buf, cap, len) convention: each entry has "name", "owner_uid",
+ * "owner_pid", "persistent", "payload_size", "blobs" (the kinds of the
+ * blobs the payload is made of, or null when it is not a sequence of
+ * blobs), "attaches" and "created" (Unix time, seconds).
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_NOMEM;
+ * RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
+ */
+RSHARE_API int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

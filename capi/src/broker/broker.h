@@ -1,0 +1,47 @@
+/*
+ * The broker's internals: where its socket lives (endpoint.c), the serving
+ * loop (server.c), shared by the embedded broker (embedded.c) and, through
+ * it, `rshare serve`. The client calls are in client.c.
+ */
+#ifndef RSHARE_BROKER_BROKER_H
+#define RSHARE_BROKER_BROKER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#define RSB_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* The socket path for endpoint (NULL: the default). RSHARE_E_INVAL when it
+ * is empty or too long. */
+int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX]);
+
+/* A connected client socket (SOCK_SEQPACKET, close-on-exec). RSHARE_E_IO
+ * with errno ENOENT or ECONNREFUSED when no broker listens there. */
+int rsb_connect(const char *endpoint, int *fd);
+
+/* A listening socket and what the broker must undo when it stops. */
+struct rsb_listener {
+	int fd;
+	int lock_fd;         /* flock held while the broker lives; -1 if none */
+	bool owns_path;      /* false under systemd socket activation */
+	dev_t dev;           /* identity of the socket file bound, to remove */
+	ino_t ino;           /*   it only if it is still ours */
+	char path[RSB_PATH_MAX];
+};
+
+/* Bind and listen (or take systemd's socket, endpoint NULL). */
+int rsb_listen(const char *endpoint, struct rsb_listener *l);
+void rsb_unlisten(struct rsb_listener *l);
+
+struct rsb_server;
+
+/* A server over l (taken: freed with the server). */
+int rsb_server_new(const struct rsb_listener *l, struct rsb_server **out);
+/* Serve until rsb_server_wake(); then every share is withdrawn. */
+void rsb_server_run(struct rsb_server *s);
+void rsb_server_wake(struct rsb_server *s);
+const char *rsb_server_path(const struct rsb_server *s);
+void rsb_server_free(struct rsb_server *s);
+
+#endif

@@ -1,0 +1,436 @@
+/*
+ * The client side of the broker: one short connection per call, except a
+ * publish, whose connection is the share's lifetime (the broker withdraws a
+ * non-persistent share when it closes). Replies are parsed as untrusted:
+ * exact lengths, known types, at most the fds expected (others closed).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "broker.h"
+#include "internal.h"
+#include "proto.h"
+#include "rshare/rshare.h"
+#include "util/error.h"
+#include "util/fdutil.h"
+#include "util/le.h"
+
+#define REPLY_MS 10000           /* a broker that takes longer is not answering */
+#define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
+#define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
+#define MAX_FDS 8
+
+struct share_conn {
+	int fd;
+	char name[RSHARE_SHARE_NAME_MAX + 1];
+};
+
+/* A reply: header, body (in rx), and the fd it carried or -1. */
+struct reply {
+	struct rsb_header h;
+	uint8_t *body;
+	int fd;
+};
+
+static int send_request(int sock, const uint8_t *msg, size_t len, int fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t r;
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+		memset(ctl.buf, 0, sizeof(ctl.buf));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	do
+		r = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot send to the broker");
+	return RSHARE_OK;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait up to timeout_ms (negative: forever) for sock to be readable. */
+static int wait_readable(int sock, int64_t timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int64_t left = deadline < 0 ? -1 : deadline - mono_ms();
+		int r;
+
+		if (deadline >= 0 && left < 0)
+			left = 0;
+		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (r > 0)
+			return RSHARE_OK;
+		if (r == 0 && deadline >= 0 && mono_ms() >= deadline)
+			return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
+		if (r < 0 && errno != EINTR)
+			return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
+	}
+}
+
+/* Receive one reply to a request of type want into rx (RX_MAX bytes). */
+static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
+		      struct reply *rep)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+	} ctl;
+	struct iovec iov = { rx, RX_MAX };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf) };
+	int fds[MAX_FDS], nfds = 0, status;
+	ssize_t r;
+
+	rep->fd = -1;
+	status = wait_readable(sock, timeout_ms);
+	if (status)
+		return status;
+	do
+		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return rs_fail(RSHARE_E_IO, r < 0 ? errno : ECONNRESET,
+			       "the broker closed the connection (it stopped or died)");
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
+				   nfds < MAX_FDS; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+	}
+	if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply too long");
+	else
+		status = rsb_parse_header(rx, (size_t)r, &rep->h);
+	if (!status && rep->h.type != (want | RSB_REPLY))
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply of type 0x%x to a request "
+				 "of type %u", rep->h.type, want);
+	if (!status && (rep->h.status > 0 || rep->h.status < -255))
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d",
+				 rep->h.status);
+	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH))
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply carried %d fds", nfds);
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds != 1)
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
+	if (status) {
+		for (int i = 0; i < nfds; i++)
+			rs_close_quietly(fds[i]);
+		return status;
+	}
+	rep->body = rx + RSB_HDR;
+	rep->fd = nfds ? fds[0] : -1;
+	return RSHARE_OK;
+}
+
+/* A failure reply: its status, with the broker's message. */
+static int reply_failure(const struct reply *rep)
+{
+	size_t n = rep->h.len < RSB_TEXT_MAX ? rep->h.len : RSB_TEXT_MAX;
+	char text[RSB_TEXT_MAX + 1];
+
+	for (size_t i = 0; i < n; i++) /* print only plain text */
+		text[i] = rep->body[i] >= 32 && rep->body[i] < 127 ? (char)rep->body[i] : '?';
+	text[n] = '\0';
+	return rs_fail(rep->h.status, 0, "broker: %s", n ? text : "(no reason given)");
+}
+
+/* Connect, send one request, receive its reply. */
+static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_t want,
+		    int64_t timeout_ms, uint8_t *rx, struct reply *rep, int *sock)
+{
+	int s, status = rsb_connect(endpoint, &s);
+
+	if (status)
+		return status;
+	status = send_request(s, req, len, -1);
+	if (!status)
+		status = recv_reply(s, want, timeout_ms, rx, rep);
+	if (status || !sock)
+		close(s);
+	else
+		*sock = s;
+	return status;
+}
+
+static int check_name(const char *name)
+{
+	if (!name)
+		return rs_fail(RSHARE_E_INVAL, 0, "name is NULL");
+	return rsb_check_name(name, strnlen(name, RSHARE_SHARE_NAME_MAX + 1));
+}
+
+/* Options: read only the fields size covers; a larger struct from a newer
+ * header is accepted only if what we do not know is zero. */
+static int read_opts(const rshare_publish_opts *o, uint32_t *flags, const uint32_t **uids,
+		     uint32_t *nu, const uint32_t **gids, uint32_t *ng)
+{
+	struct rshare_publish_opts c = { 0 };
+
+	*flags = *nu = *ng = 0;
+	*uids = *gids = NULL;
+	if (!o)
+		return RSHARE_OK;
+	if (o->size < sizeof(size_t))
+		return rs_fail(RSHARE_E_INVAL, 0, "opts->size is %zu; set it to sizeof(opts)",
+			       o->size);
+	memcpy(&c, o, o->size < sizeof(c) ? o->size : sizeof(c));
+	for (size_t i = sizeof(c); i < o->size; i++)
+		if (((const uint8_t *)o)[i])
+			return rs_fail(RSHARE_E_INVAL, 0, "opts has options this library "
+				       "does not know (byte %zu is set)", i);
+	if (c.flags & ~(uint32_t)RSHARE_PUBLISH_PERSISTENT)
+		return rs_fail(RSHARE_E_INVAL, 0, "unknown publish flags 0x%x", c.flags);
+	if (c.reserved)
+		return rs_fail(RSHARE_E_INVAL, 0, "opts->reserved is not 0");
+	if (c.n_uids > RSHARE_SHARE_IDS_MAX || c.n_gids > RSHARE_SHARE_IDS_MAX)
+		return rs_fail(RSHARE_E_INVAL, 0, "%u uids and %u gids (at most %d each)",
+			       c.n_uids, c.n_gids, RSHARE_SHARE_IDS_MAX);
+	if ((c.n_uids && !c.uids) || (c.n_gids && !c.gids))
+		return rs_fail(RSHARE_E_INVAL, 0, "opts lists ids through a NULL pointer");
+	*flags = c.flags;
+	*uids = c.uids;
+	*nu = c.n_uids;
+	*gids = c.gids;
+	*ng = c.n_gids;
+	return RSHARE_OK;
+}
+
+int rshare_broker_publish(const char *endpoint, const char *name, const rshare_device *dev,
+			  const void *payload, size_t len, const rshare_publish_opts *opts,
+			  rshare_share **share)
+{
+	const uint32_t *uids, *gids;
+	uint32_t flags, nu, ng;
+	struct share_conn *sc;
+	struct rs_slot *dslot, *slot;
+	struct reply rep;
+	uint8_t *buf;
+	size_t n;
+	int s, status;
+
+	if (!share)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "share is NULL"));
+	if (len > RSHARE_PAYLOAD_MAX || (!payload && len))
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes%s (at most %d)", len,
+				  payload ? "" : " at NULL", RSHARE_PAYLOAD_MAX));
+	status = check_name(name);
+	if (!status)
+		status = read_opts(opts, &flags, &uids, &nu, &gids, &ng);
+	if (status)
+		RS_RETURN(status);
+	buf = malloc(RX_MAX > RSB_MSG_MAX ? RX_MAX : RSB_MSG_MAX);
+	sc = calloc(1, sizeof(*sc));
+	if (!buf || !sc) {
+		free(buf);
+		free(sc);
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a share"));
+	}
+	status = rs_pin(dev, RS_OBJ_DEVICE, &dslot);
+	if (status)
+		goto out;
+	n = rsb_encode_publish(buf, name, flags & RSHARE_PUBLISH_PERSISTENT ? RSB_PUB_PERSISTENT : 0,
+			       uids, nu, gids, ng, payload, (uint32_t)len);
+	status = rsb_connect(endpoint, &s);
+	if (!status) {
+		/* Pinned while sending: the fd cannot be closed under us. */
+		status = send_request(s, buf, n, dslot->u.dev->ctx.fd);
+		rs_unpin(dslot);
+		if (!status)
+			status = recv_reply(s, RSB_PUBLISH, REPLY_MS, buf, &rep);
+		if (!status && rep.h.status)
+			status = reply_failure(&rep);
+		if (!status)
+			status = rs_slot_reserve(&slot);
+		if (status) {
+			close(s);
+			goto out;
+		}
+		sc->fd = s;
+		memcpy(sc->name, name, strlen(name) + 1);
+		slot->u.any = sc;
+		sc = NULL;
+		*share = rs_slot_publish(slot, RS_OBJ_SHARE);
+	} else {
+		rs_unpin(dslot);
+	}
+out:
+	free(buf);
+	free(sc);
+	RS_RETURN(status);
+}
+
+int rshare_broker_withdraw(rshare_share *share)
+{
+	struct rs_slot *slot;
+	struct share_conn *sc;
+	struct reply rep;
+	uint8_t *buf;
+	int status = rs_retire_begin(share, RS_OBJ_SHARE, &slot);
+
+	if (status)
+		RS_RETURN(status);
+	sc = slot->u.any;
+	/* Withdraw explicitly (a persistent share would outlive the
+	 * connection); whatever the answer, closing the connection ends a
+	 * non-persistent share, and a broker that is gone holds nothing. */
+	buf = malloc(RX_MAX);
+	if (buf) {
+		size_t n = rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN);
+		if (send_request(sc->fd, buf, n, -1) == RSHARE_OK)
+			recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
+		free(buf);
+	}
+	close(sc->fd);
+	free(sc);
+	rs_retire_commit(slot);
+	return RSHARE_OK;
+}
+
+int rshare_broker_withdraw_name(const char *endpoint, const char *name)
+{
+	struct reply rep;
+	uint8_t *buf;
+	int status = check_name(name);
+
+	if (status)
+		RS_RETURN(status);
+	buf = malloc(RX_MAX);
+	if (!buf)
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
+	status = transact(endpoint, buf, rsb_encode_withdraw(buf, name, 0), RSB_WITHDRAW,
+			  REPLY_MS, buf, &rep, NULL);
+	if (!status && rep.h.status)
+		status = reply_failure(&rep);
+	free(buf);
+	RS_RETURN(status);
+}
+
+int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
+			 rshare_device **dev, void *payload, size_t cap, size_t *len)
+{
+	uint32_t wire_cap = !payload ? 0 : cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+	struct reply rep;
+	uint8_t *buf;
+	int status;
+
+	if (!dev || !len)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : "len"));
+	status = check_name(name);
+	if (status)
+		RS_RETURN(status);
+	buf = malloc(RX_MAX);
+	if (!buf)
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
+	status = transact(endpoint, buf,
+			  rsb_encode_attach(buf, name,
+					    timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
+					    wire_cap),
+			  RSB_ATTACH, timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf,
+			  &rep, NULL);
+	if (status)
+		goto out;
+	if (rep.h.status == RSHARE_E_NOSPACE && rep.h.len == 4 &&
+	    rs_get32(rep.body) > wire_cap && rs_get32(rep.body) <= RSHARE_PAYLOAD_MAX) {
+		*len = rs_get32(rep.body);
+		status = rs_fail(RSHARE_E_NOSPACE, 0,
+				 "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
+				 payload ? cap : 0, *len);
+	} else if (rep.h.status) {
+		status = reply_failure(&rep);
+	} else if (rep.h.len > wire_cap) {
+		rs_close_quietly(rep.fd);
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
+				 rep.h.len, wire_cap);
+	} else {
+		status = rs_device_adopt(rep.fd, (void **)dev); /* takes the fd */
+		if (!status) {
+			if (rep.h.len)
+				memcpy(payload, rep.body, rep.h.len);
+			*len = rep.h.len;
+		}
+	}
+out:
+	free(buf);
+	RS_RETURN(status);
+}
+
+int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
+{
+	struct reply rep;
+	uint8_t *rx, *json = NULL;
+	size_t n = 0;
+	int s = -1, status;
+
+	if (!len)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "len is NULL"));
+	rx = malloc(RX_MAX);
+	if (!rx)
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
+	status = transact(endpoint, rx, rsb_encode_list(rx), RSB_LIST, REPLY_MS, rx, &rep, &s);
+	while (!status) {
+		uint8_t *bigger;
+
+		if (rep.h.status) {
+			status = reply_failure(&rep);
+			break;
+		}
+		if (n + rep.h.len > LIST_MAX || !(bigger = realloc(json, n + rep.h.len + 1))) {
+			status = rs_fail(RSHARE_E_NOMEM, 0, "broker list longer than %u bytes",
+					 LIST_MAX);
+			break;
+		}
+		json = bigger;
+		memcpy(json + n, rep.body, rep.h.len);
+		n += rep.h.len;
+		if (!(rep.h.flags & RSB_FLAG_MORE))
+			break;
+		status = recv_reply(s, RSB_LIST, REPLY_MS, rx, &rep);
+	}
+	if (s >= 0)
+		close(s);
+	if (!status && n == 0)
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "empty broker list reply");
+	if (!status) {
+		for (size_t i = 0; i < n; i++)
+			if (json[i] < 32 || json[i] > 126) {
+				status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker list is not plain text");
+				break;
+			}
+	}
+	if (!status)
+		status = rs_copy_str((const char *)json, n, buf, cap, len);
+	free(json);
+	free(rx);
+	RS_RETURN(status);
+}

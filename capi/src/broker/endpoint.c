@@ -1,0 +1,271 @@
+/*
+ * Where a broker's socket lives, and taking it over safely: the default
+ * path, the directory made 0700, a lock that keeps two brokers off one
+ * path, a stale socket file replaced, a live one never; systemd socket
+ * activation.
+ */
+#include "broker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rshare/rshare.h"
+#include "util/error.h"
+#include "util/fdutil.h"
+
+static int set_path(char path[RSB_PATH_MAX], const char *a, const char *b)
+{
+	int n = snprintf(path, RSB_PATH_MAX, "%s%s", a, b);
+
+	if (n <= 0 || (size_t)n >= RSB_PATH_MAX)
+		return rs_fail(RSHARE_E_INVAL, 0,
+			       "broker endpoint \"%s%s\" is %s (a socket path has at most %zu bytes)",
+			       a, b, n <= 0 ? "empty" : "too long", RSB_PATH_MAX - 1);
+	return RSHARE_OK;
+}
+
+int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX])
+{
+	const char *env;
+	char dir[64];
+
+	if (endpoint)
+		return set_path(path, endpoint, "");
+	env = getenv("RSHARE_BROKER");
+	if (env && *env)
+		return set_path(path, env, "");
+	env = getenv("XDG_RUNTIME_DIR");
+	if (env && *env)
+		return set_path(path, env, "/rshare/broker.sock");
+	if (geteuid() == 0)
+		return set_path(path, "/run/rshare/broker.sock", "");
+	snprintf(dir, sizeof(dir), "/tmp/rshare-%u", (unsigned)geteuid());
+	return set_path(path, dir, "/broker.sock");
+}
+
+static int fill_addr(struct sockaddr_un *sa, const char *path)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path, path, strlen(path) + 1); /* fits: rsb_resolve checked */
+	return RSHARE_OK;
+}
+
+int rsb_connect(const char *endpoint, int *fd)
+{
+	char path[RSB_PATH_MAX];
+	struct sockaddr_un sa;
+	int s, status = rsb_resolve(endpoint, path);
+
+	if (status)
+		return status;
+	fill_addr(&sa, path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return rs_fail(errno == EMFILE || errno == ENFILE ? RSHARE_E_NOMEM : RSHARE_E_IO,
+			       errno, "cannot make a socket");
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int err = errno;
+		close(s);
+		return rs_fail(err == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, err,
+			       "no broker reachable at %s", path);
+	}
+	*fd = s;
+	return RSHARE_OK;
+}
+
+/* Make the socket's directory (only its last part, 0700) or check that the
+ * existing one belongs to this user or root: in a world-writable place
+ * such as /tmp, someone else's directory could hand us their socket. */
+static int prepare_dir(const char *path)
+{
+	char dir[RSB_PATH_MAX];
+	char *slash;
+	struct stat st;
+
+	memcpy(dir, path, strlen(path) + 1);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return RSHARE_OK; /* relative to the working directory */
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if (mkdir(dir, 0700) == 0)
+		return RSHARE_OK;
+	if (errno != EEXIST)
+		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
+			       "cannot create the broker directory %s", dir);
+	if (stat(dir, &st) != 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot stat %s", dir);
+	if (!S_ISDIR(st.st_mode))
+		return rs_fail(RSHARE_E_INVAL, ENOTDIR, "%s is not a directory", dir);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return rs_fail(RSHARE_E_PERM, 0,
+			       "broker directory %s belongs to uid %u, not to this user or root",
+			       dir, (unsigned)st.st_uid);
+	return RSHARE_OK;
+}
+
+/* A socket file at path: a live broker behind it (RSHARE_E_BUSY), a stale
+ * one (removed) or something that is not a socket (refused). */
+static int clear_stale(const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int s, err;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? RSHARE_OK
+				       : rs_fail(RSHARE_E_IO, errno, "cannot stat %s", path);
+	if (!S_ISSOCK(st.st_mode))
+		return rs_fail(RSHARE_E_BUSY, 0, "%s exists and is not a socket", path);
+	fill_addr(&sa, path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot make a socket");
+	err = connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
+	close(s);
+	if (err == 0 || err == EAGAIN || err == EPROTOTYPE)
+		return rs_fail(RSHARE_E_BUSY, 0, "a live broker already serves %s", path);
+	if (err != ECONNREFUSED)
+		return rs_fail(RSHARE_E_IO, err, "cannot probe the socket %s", path);
+	if (unlink(path) != 0 && errno != ENOENT)
+		return rs_fail(RSHARE_E_IO, errno, "cannot remove the stale socket %s", path);
+	return RSHARE_OK;
+}
+
+static int take_lock(const char *path, int *lock_fd)
+{
+	char lock[RSB_PATH_MAX + 8];
+	int fd;
+
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
+			       "cannot open the broker lock %s", lock);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = errno;
+		close(fd);
+		return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
+			       "a live broker already serves %s (it holds %s)", path, lock);
+	}
+	*lock_fd = fd;
+	return RSHARE_OK;
+}
+
+/* systemd socket activation: the first passed fd, if meant for us. */
+static int from_systemd(struct rsb_listener *l, bool *taken)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	struct sockaddr_un sa;
+	socklen_t n = sizeof(int);
+	int type = 0, listening = 0;
+
+	*taken = false;
+	if (!pid || !fds || strtol(pid, NULL, 10) != getpid() || strtol(fds, NULL, 10) < 1)
+		return RSHARE_OK;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &n) != 0 || type != SOCK_SEQPACKET ||
+	    (n = sizeof(int), getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &n)) != 0 ||
+	    !listening)
+		return rs_fail(RSHARE_E_INVAL, 0,
+			       "systemd passed fd 3, which is not a listening seqpacket socket "
+			       "(use ListenSequentialPacket=)");
+	n = sizeof(sa);
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(3, (struct sockaddr *)&sa, &n) != 0 || sa.sun_family != AF_UNIX)
+		return rs_fail(RSHARE_E_INVAL, errno, "systemd's fd 3 is not an AF_UNIX socket");
+	if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0 ||
+	    fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK) != 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot set up systemd's fd 3");
+	l->fd = 3;
+	l->lock_fd = -1;
+	l->owns_path = false;
+	memcpy(l->path, sa.sun_path, sizeof(l->path) - 1);
+	l->path[sizeof(l->path) - 1] = '\0';
+	*taken = true;
+	return RSHARE_OK;
+}
+
+int rsb_listen(const char *endpoint, struct rsb_listener *l)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	bool taken;
+	int s, status;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = l->lock_fd = -1;
+	if (!endpoint) {
+		status = from_systemd(l, &taken);
+		if (status || taken)
+			return status;
+	}
+	status = rsb_resolve(endpoint, l->path);
+	if (!status)
+		status = prepare_dir(l->path);
+	if (!status)
+		status = take_lock(l->path, &l->lock_fd);
+	if (!status)
+		status = clear_stale(l->path);
+	if (status)
+		goto fail;
+	fill_addr(&sa, l->path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0) {
+		status = rs_fail(RSHARE_E_IO, errno, "cannot make a socket");
+		goto fail;
+	}
+	l->fd = s;
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		status = rs_fail(errno == EADDRINUSE ? RSHARE_E_BUSY
+			       : errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO,
+				 errno, "cannot bind the broker socket %s", l->path);
+		goto fail;
+	}
+	/* Who may connect is decided by the directory (0700 by default) and
+	 * then by each share's policy, not by the umask. */
+	if (chmod(l->path, 0666) != 0 || stat(l->path, &st) != 0 ||
+	    listen(s, SOMAXCONN) != 0) {
+		status = rs_fail(RSHARE_E_IO, errno, "cannot set up the broker socket %s", l->path);
+		unlink(l->path);
+		goto fail;
+	}
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->owns_path = true;
+	return RSHARE_OK;
+fail:
+	if (l->fd >= 0)
+		close(l->fd);
+	if (l->lock_fd >= 0)
+		close(l->lock_fd);
+	l->fd = l->lock_fd = -1;
+	return status;
+}
+
+void rsb_unlisten(struct rsb_listener *l)
+{
+	struct stat st;
+
+	/* Remove the socket file only if it is still the one we bound. */
+	if (l->owns_path && stat(l->path, &st) == 0 && st.st_dev == l->dev &&
+	    st.st_ino == l->ino)
+		unlink(l->path);
+	if (l->fd >= 0)
+		rs_close_quietly(l->fd);
+	if (l->lock_fd >= 0)
+		rs_close_quietly(l->lock_fd);
+	l->fd = l->lock_fd = -1;
+}
