@@ -43,6 +43,9 @@ static const struct frozen table[] = {
 	FROZEN(enum rshare_limits, RSHARE_TEXT_MAX, 180),
 	FROZEN(enum rshare_limits, RSHARE_NAME_MAX, 64),
 	FROZEN(enum rshare_limits, RSHARE_PAYLOAD_MAX, 65536),
+	FROZEN(enum rshare_share_limits, RSHARE_SHARE_NAME_MAX, 255),
+	FROZEN(enum rshare_share_limits, RSHARE_SHARE_IDS_MAX, 64),
+	FROZEN(enum rshare_publish_flags, RSHARE_PUBLISH_PERSISTENT, 1),
 	FROZEN(enum rshare_var_flags, RSHARE_VAR_FLAG_TLP, 1),
 	/* The major version is the SONAME's: librshare.so.1. */
 	FROZEN(int, RSHARE_VERSION_MAJOR, 1),

@@ -87,6 +87,18 @@ API = {  # name: (restype, argtypes)
     "rshare_dm_handle": (c_int, [c_void_p, POINTER(c_uint32)]),
     "rshare_dm_native": (c_int, [c_void_p, POINTER(c_void_p)]),
     "rshare_blob_field": (c_int, [c_void_p, c_size_t, c_int, POINTER(c_uint64)]),
+    # Since 1.1: the broker.
+    "rshare_broker_start": (c_int, [c_char_p, POINTER(c_void_p)]),
+    "rshare_broker_stop": (c_int, [c_void_p]),
+    "rshare_broker_endpoint": (c_int, [c_void_p, c_char_p, c_size_t, _size_p]),
+    "rshare_broker_default_endpoint": (c_int, [c_char_p, c_size_t, _size_p]),
+    "rshare_broker_publish": (c_int, [c_char_p, c_char_p, c_void_p, c_void_p, c_size_t,
+                                      c_void_p, POINTER(c_void_p)]),
+    "rshare_broker_withdraw": (c_int, [c_void_p]),
+    "rshare_broker_withdraw_name": (c_int, [c_char_p, c_char_p]),
+    "rshare_broker_attach": (c_int, [c_char_p, c_char_p, c_int, POINTER(c_void_p), c_void_p,
+                                     c_size_t, _size_p]),
+    "rshare_broker_list": (c_int, [c_char_p, c_char_p, c_size_t, _size_p]),
 }
 for _name, (_res, _args) in API.items():
     _fn = getattr(lib, _name)

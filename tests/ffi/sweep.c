@@ -11,6 +11,7 @@
  * a new function cannot slip past it.
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -32,6 +33,9 @@ struct fixture {
 	char pd_text[256];
 	int fd;    /* dev's command fd */
 	int sv[2]; /* a channel with QUEUED waiting in sv[1] */
+	/* An embedded broker holding one share (the PD blob) named "sweep". */
+	void *broker, *share;
+	char bdir[64], bpath[100];
 	/* Output cells of the valid arguments. */
 	char buf[512];
 	size_t z;
@@ -137,6 +141,22 @@ static void a_recv(struct fixture *f, ffi_val *a)
 {
 	SET(a, VI(f->sv[1]), VP(&f->p), BUF(f), VP(&f->z));
 }
+static void a_broker_start(struct fixture *f, ffi_val *a) { SET(a, VP(f->bpath), VP(&f->p)); }
+static void a_broker(struct fixture *f, ffi_val *a) { SET(a, VP(f->broker)); }
+static void a_broker_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->broker), BUF(f), VP(&f->z)); }
+static void a_default_ep(struct fixture *f, ffi_val *a) { SET(a, BUF(f), VP(&f->z)); }
+static void a_publish(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("other"), VP(f->dev), VP(f->pd_blob), VZ(f->pd_len), VP(NULL),
+	    VP(&f->p));
+}
+static void a_share(struct fixture *f, ffi_val *a) { SET(a, VP(f->share)); }
+static void a_withdraw_name(struct fixture *f, ffi_val *a) { SET(a, VP(f->bpath), VP("none")); }
+static void a_attach(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("sweep"), VI(0), VP(&f->p), BUF(f), VP(&f->z));
+}
+static void a_list(struct fixture *f, ffi_val *a) { SET(a, VP(f->bpath), BUF(f), VP(&f->z)); }
 
 struct recipe {
 	const char *name;
@@ -207,6 +227,15 @@ static const struct recipe recipes[] = {
 	{ "rshare_dm_handle", "", a_dm_u32 },
 	{ "rshare_dm_native", "", a_dm_ptr },
 	{ "rshare_blob_field", "", a_blob_field },
+	{ "rshare_broker_start", "endpoint", a_broker_start },
+	{ "rshare_broker_stop", "", a_broker },
+	{ "rshare_broker_endpoint", "", a_broker_buf },
+	{ "rshare_broker_default_endpoint", "", a_default_ep },
+	{ "rshare_broker_publish", "endpoint payload opts", a_publish },
+	{ "rshare_broker_withdraw", "", a_share },
+	{ "rshare_broker_withdraw_name", "endpoint", a_withdraw_name },
+	{ "rshare_broker_attach", "endpoint", a_attach },
+	{ "rshare_broker_list", "endpoint", a_list },
 };
 
 static const struct recipe *recipe_for(const char *name)
@@ -463,6 +492,13 @@ static int setup(struct fixture *f)
 		return -1;
 	EXPECT(CALLI("rshare_channel_send", VI(f->sv[0]), VP(f->dev), VP(QUEUED),
 		     VZ(sizeof(QUEUED))), ST(OK), "channel_send");
+	snprintf(f->bdir, sizeof(f->bdir), "/tmp/rshare-ffi-XXXXXX");
+	if (!EXPECT_TRUE(mkdtemp(f->bdir) != NULL, "mkdtemp"))
+		return -1;
+	snprintf(f->bpath, sizeof(f->bpath), "%s/b.sock", f->bdir);
+	EXPECT(CALLI("rshare_broker_start", VP(f->bpath), VP(&f->broker)), ST(OK), "broker_start");
+	EXPECT(CALLI("rshare_broker_publish", VP(f->bpath), VP("sweep"), VP(f->dev), VP(f->pd_blob),
+		     VZ(f->pd_len), VP(NULL), VP(&f->share)), ST(OK), "broker_publish");
 	return ffi_failures ? -1 : 0;
 }
 
@@ -487,6 +523,14 @@ static void teardown(struct fixture *f)
 		EXPECT(CALLI("rshare_mr_dereg", VP(f->mr)), ST(OK), "mr_dereg after the sweep");
 	if (f->dm)
 		EXPECT(CALLI("rshare_dm_free", VP(f->dm)), ST(OK), "dm_free after the sweep");
+	EXPECT(CALLI("rshare_broker_withdraw", VP(f->share)), ST(OK), "broker_withdraw");
+	EXPECT(CALLI("rshare_broker_stop", VP(f->broker)), ST(OK), "broker_stop");
+	{
+		char lock[128];
+		snprintf(lock, sizeof(lock), "%s.lock", f->bpath);
+		unlink(lock);
+		rmdir(f->bdir);
+	}
 	EXPECT(CALLI("rshare_pd_free", VP(f->pd)), ST(OK), "pd_free after the sweep");
 	EXPECT(CALLI("rshare_var_free", VP(f->var)), ST(OK), "var_free after the sweep");
 	EXPECT(CALLI("rshare_device_close", VP(f->dev)), ST(OK), "close after the sweep");

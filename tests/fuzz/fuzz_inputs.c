@@ -3,7 +3,7 @@
  * kind (PD, VAR, MR, DM; every scalar field, every import; as
  * given, and with their length and checksum repaired so the fuzzer reaches
  * the fields behind the CRC), the text form, and channel messages. The
- * first byte picks the entry point. Built with clang's -fsanitize=fuzzer,
+ * first byte picks the entry point; 5 is the broker's request parser. Built with clang's -fsanitize=fuzzer,
  * address,undefined; any crash, leak or sanitizer report fails the run.
  */
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "broker/proto.h"
 #include "rshare/rshare.h"
 #include "util/crc32c.h"
 
@@ -107,6 +108,43 @@ static void try_channel(const uint8_t *data, size_t size, size_t cap)
 	free(payload);
 }
 
+/* A broker request, in a buffer of its exact size. Whatever the parser
+ * accepts must encode back to the same bytes: every field it keeps is
+ * checked, every reserved one is zero. */
+static void try_broker(const uint8_t *data, size_t size)
+{
+	uint8_t *msg = malloc(size ? size : 1), *out = malloc(RSB_MSG_MAX);
+	struct rsb_request req;
+	size_t n = 0;
+
+	if (!msg || !out)
+		abort();
+	memcpy(msg, data, size);
+	if (rsb_parse_request(msg, size, &req) == RSHARE_OK) {
+		switch (req.type) {
+		case RSB_PUBLISH:
+			n = rsb_encode_publish(out, req.name, req.flags, req.uids, req.n_uids, req.gids,
+					       req.n_gids, req.payload, req.payload_len);
+			break;
+		case RSB_ATTACH:
+			n = rsb_encode_attach(out, req.name, req.timeout_ms, req.cap);
+			break;
+		case RSB_WITHDRAW:
+			n = rsb_encode_withdraw(out, req.name, req.flags);
+			break;
+		case RSB_LIST:
+			n = rsb_encode_list(out);
+			break;
+		default:
+			abort(); /* accepted an unknown type */
+		}
+		if (n != size || memcmp(out, msg, size) != 0)
+			abort();
+	}
+	free(msg);
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t b[RSHARE_BLOB_MAX];
@@ -114,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0:
 		try_blob(data + 1, size - 1);
 		break;
@@ -135,6 +173,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 4:
 		try_channel(data + 1, size - 1, RSHARE_PAYLOAD_MAX);
+		break;
+	case 5:
+		try_broker(data + 1, size - 1);
 		break;
 	}
 	return 0;

@@ -1,0 +1,87 @@
+/* Helpers shared by the broker tests: a private directory for sockets, a
+ * publish of a fresh PD + VAR, raw protocol messages for hostile clients. */
+#ifndef RSHARE_TEST_BROKER_UTIL_H
+#define RSHARE_TEST_BROKER_UTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* A fresh directory (0755, so that other uids can reach a socket in it)
+ * and a socket path inside it. */
+static inline void make_endpoint(char *dir, size_t dcap, char *path, size_t pcap)
+{
+	snprintf(dir, dcap, "/tmp/rshare-test-XXXXXX");
+	REQUIRE(mkdtemp(dir) != NULL);
+	REQUIRE(chmod(dir, 0755) == 0);
+	snprintf(path, pcap, "%s/b.sock", dir);
+}
+
+/* A share's objects, as its publisher holds them. */
+struct pub {
+	rshare_device *dev;
+	rshare_pd *pd;
+	rshare_var *var;
+	unsigned char payload[2 * RSHARE_BLOB_MAX];
+	size_t len;
+};
+
+static inline void pub_make(struct pub *p)
+{
+	REQUIRE_OK(rshare_device_open("sim0", &p->dev));
+	REQUIRE_OK(rshare_pd_alloc(p->dev, &p->pd));
+	REQUIRE_OK(rshare_var_alloc(p->dev, 0, &p->var));
+	p->len = export_pd(p->pd, p->payload);
+	p->len += export_var(p->var, p->payload + p->len);
+}
+
+static inline void pub_free(struct pub *p)
+{
+	CHECK_OK(rshare_var_free(p->var));
+	CHECK_OK(rshare_pd_free(p->pd));
+	CHECK_OK(rshare_device_close(p->dev));
+}
+
+static inline int raw_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", path);
+	REQUIRE(s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return s;
+}
+
+/* The status of the broker's reply on s (INT32_MIN if none within 5 s). */
+static inline int32_t raw_reply_status(int s)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	unsigned char buf[1024];
+	ssize_t r;
+	int32_t st;
+
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = recv(s, buf, sizeof(buf), 0);
+	if (r < 16 || memcmp(buf, "RSBK", 4) != 0)
+		return INT32_MIN;
+	memcpy(&st, buf + 12, 4);
+	return st;
+}
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#endif
