@@ -139,4 +139,20 @@
 	uint64_t *guid, uint64_t *mmap_off, uint64_t *addr, uint64_t *length, uint64_t *value
 };
 
+/* The broker (since 1.1): the bindings wrap it on their own terms
+ * (bindings/python/rshare/_broker.py, bindings/lua); not yet through SWIG. */
+%ignore rshare_broker_start;
+%ignore rshare_broker_stop;
+%ignore rshare_broker_endpoint;
+%ignore rshare_broker_default_endpoint;
+%ignore rshare_broker_publish;
+%ignore rshare_broker_withdraw;
+%ignore rshare_broker_withdraw_name;
+%ignore rshare_broker_attach;
+%ignore rshare_broker_list;
+%ignore rshare_publish_opts;
+%ignore RSHARE_SHARE_NAME_MAX;
+%ignore RSHARE_SHARE_IDS_MAX;
+%ignore RSHARE_PUBLISH_PERSISTENT;
+
 %include "rshare/rshare.h"

@@ -172,14 +172,14 @@ static void attach_waits(const char *ep)
 static void publisher_killed(const char *ep)
 {
 	struct child p = helper("publish", ep, "x/kill", "0");
-	unsigned char payload[512];
-	rshare_device *dev;
+	unsigned char payload[512], payload2[512];
+	rshare_device *dev, *late;
 	rshare_pd *pd, *pd2;
 	rshare_var *var;
 	volatile uint32_t *page;
 	uint32_t h;
 	void *addr;
-	size_t n;
+	size_t n, n2;
 	double t0;
 	int st = RSHARE_OK;
 
@@ -194,8 +194,9 @@ static void publisher_killed(const char *ep)
 	 * closes it. The bound is loose only for loaded CI machines. */
 	t0 = now_s();
 	while (now_s() - t0 < 2.0 &&
-	       (st = rshare_broker_attach(ep, "x/kill", 0, &dev, payload, sizeof(payload), &n)) == 0) {
-		rshare_device_close(dev);
+	       (st = rshare_broker_attach(ep, "x/kill", 0, &late, payload2, sizeof(payload2),
+					  &n2)) == 0) {
+		rshare_device_close(late);
 		usleep(2000);
 	}
 	CHECK_ST(st, RSHARE_E_NOT_FOUND);

@@ -14,13 +14,12 @@ static int run_attach(int argc, char **argv);
 
 const struct cli_command cli_attach = {
 	.name = "attach",
-	.args = "[--socket PATH] [--timeout MS] NAME [-- CMD [ARGS...]]",
-	.summary = "attach to a share by name; print it, or run CMD with the device fd and blobs",
+	.args = "[OPTIONS] NAME [-- CMD...]",
+	.summary = "attach to a share by name; print it, or run CMD with its device fd and blobs "
+		   "in RSHARE_DEVICE_FD, RSHARE_BLOBS, RSHARE_PD, RSHARE_VAR",
 	.options = "  -s, --socket=PATH   the broker's socket (default: as rshare serve)\n"
 		   "  -t, --timeout=MS    wait up to MS milliseconds for NAME (-1: no limit;\n"
-		   "                      default 0: do not wait)\n"
-		   "CMD gets RSHARE_DEVICE_FD (an inherited fd), RSHARE_BLOBS (text forms,\n"
-		   "space-separated), RSHARE_PD and RSHARE_VAR (the first of each kind).\n",
+		   "                      default 0: do not wait)\n",
 	.run = run_attach,
 };
 

@@ -15,16 +15,15 @@ static int run_publish(int argc, char **argv);
 
 const struct cli_command cli_publish = {
 	.name = "publish",
-	.args = "[--socket PATH] [--device NAME] [--pd] [--var] [--persistent] [--allow-uid UID]... "
-		"[--allow-gid GID]... NAME",
+	.args = "[OPTIONS] NAME",
 	.summary = "allocate a PD and/or a VAR and publish them by name (until SIGTERM/SIGINT)",
 	.options = "  -s, --socket=PATH   the broker's socket (default: as rshare serve)\n"
 		   "  -d, --device=NAME   the device to open (default: the first)\n"
 		   "  -p, --pd            publish a new PD (default: a PD and a VAR)\n"
 		   "  -v, --var           publish a new VAR\n"
 		   "  -P, --persistent    leave the share to the broker and return at once\n"
-		   "  -u, --allow-uid=UID let UID attach too (repeatable, at most 64)\n"
-		   "  -g, --allow-gid=GID let members of GID attach too (repeatable, at most 64)\n",
+		   "  -u, --allow-uid=ID  let uid ID attach too (repeatable, at most 64)\n"
+		   "  -g, --allow-gid=ID  let members of group ID attach too (repeatable)\n",
 	.run = run_publish,
 };
 

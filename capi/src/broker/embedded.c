@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "util/copyout.h"
 #include "broker.h"
 #include "internal.h"
 #include "rshare/rshare.h"
