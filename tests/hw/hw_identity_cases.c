@@ -93,9 +93,12 @@ void case_table_identity(const struct hw_target *t)
 void case_var_stale(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
+	unsigned char blob2[RSHARE_BLOB_MAX];
 	rshare_device *a = open_dev(t->name), *b = import_dev(a), *d;
-	rshare_var *va, *copy = NULL, *again = NULL;
-	size_t len;
+	rshare_var *va, *vn, *copy = NULL, *again = NULL;
+	uint32_t page;
+	uint64_t off;
+	size_t len, len2;
 
 	/* Freed by another context: the owner's free is refused (upstream
 	 * would abort the process in _mlx5dv_free_var), and so is the blob. */
@@ -115,13 +118,25 @@ void case_var_stale(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(d));
 	CHECK_OK(rshare_var_unimport(va));
 
-	/* Freed here: this context knows the blob is stale. */
+	/* Freed here: this context knows the blob is stale, even once a new
+	 * VAR has the same offset and page; the new VAR's blob is fine. */
 	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
 	REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
 	CHECK_OK(rshare_var_free(va));
 	CHECK_ST(rshare_var_import(a, blob, len, &again), RSHARE_E_NOT_FOUND);
 	CHECK_MSG("seen it freed");
 	CHECK(again == NULL);
+	REQUIRE_OK(rshare_var_alloc(b, 0, &vn));
+	REQUIRE_OK(rshare_var_export(vn, blob2, sizeof(blob2), &len2));
+	CHECK_OK(rshare_var_attrs(vn, &page, NULL, &off));
+	CHECK(memcmp(blob + 40, blob2 + 40, 16) == 0); /* same page, length, offset */
+	CHECK_ST(rshare_var_import(a, blob, len, &again), RSHARE_E_NOT_FOUND);
+	CHECK_OK(rshare_var_import(a, blob2, len2, &again));
+	/* Holding the new one, the old blob is refused for that reason too. */
+	CHECK_ST(rshare_var_import(a, blob, len, &copy), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("holds another VAR there");
+	CHECK_OK(rshare_var_unimport(again));
+	CHECK_OK(rshare_var_free(vn));
 
 	/* A removed device: freeing would abort in rdma-core; refused. */
 	REQUIRE_OK(rshare_var_alloc(a, 0, &va));

@@ -110,68 +110,6 @@ void rs_hw_table_close(struct rs_ctx *ctx)
 	hw->sentinel = NULL;
 }
 
-/* ---- VARs this context has seen ------------------------------------------ */
-
-/* Called locked: the entry for off, or a free one (dead ones are reused
- * first: they only refine the check), or NULL when all are live. */
-static struct rs_hw_seen *slot_for(struct rs_hw_ctx *hw, uint64_t off, bool make)
-{
-	struct rs_hw_seen *unused = NULL, *dead = NULL;
-
-	for (size_t i = 0; i < RS_HW_SEEN_MAX; i++) {
-		struct rs_hw_seen *s = &hw->seen[i];
-
-		if (s->used && s->mmap_off == off)
-			return s;
-		if (!s->used && !unused)
-			unused = s;
-		else if (s->used && !s->live && !dead)
-			dead = s;
-	}
-	return make ? (unused ? unused : dead) : NULL;
-}
-
-void rs_hw_seen_live(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_id)
-{
-	struct rs_hw_ctx *hw = rs_hw_ctx(ctx);
-	struct rs_hw_seen *s;
-
-	pthread_mutex_lock(&hw->lock);
-	s = slot_for(hw, mmap_off, true);
-	if (s)
-		*s = (struct rs_hw_seen){ mmap_off, page_id, true, true };
-	pthread_mutex_unlock(&hw->lock);
-}
-
-void rs_hw_seen_freed(const struct rs_ctx *ctx, uint64_t mmap_off)
-{
-	struct rs_hw_ctx *hw = rs_hw_ctx(ctx);
-	struct rs_hw_seen *s;
-
-	pthread_mutex_lock(&hw->lock);
-	s = slot_for(hw, mmap_off, false);
-	if (s)
-		s->live = false;
-	pthread_mutex_unlock(&hw->lock);
-}
-
-int rs_hw_seen_check(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_id)
-{
-	struct rs_hw_ctx *hw = rs_hw_ctx(ctx);
-	struct rs_hw_seen *s, seen = { 0 };
-
-	pthread_mutex_lock(&hw->lock);
-	s = slot_for(hw, mmap_off, false);
-	if (s)
-		seen = *s;
-	pthread_mutex_unlock(&hw->lock);
-	if (!seen.used)
-		return RSHARE_OK;
-	if (!seen.live)
-		return RSHARE_E_NOT_FOUND; /* this context freed it */
-	return seen.page_id == page_id ? RSHARE_OK : RSHARE_E_NOT_FOUND;
-}
-
 int rs_hw_var_probe(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t length)
 {
 	void *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fd,

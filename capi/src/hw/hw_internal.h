@@ -25,11 +25,13 @@ int rs_hw_fail(int err, bool lookup, const char *lacks, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* A VAR this context has seen (allocated or imported), by its offset: the
- * page that lives there as far as this context knows. */
+ * VAR that lives there as far as this context knows (hw_var_seen.c). */
 struct rs_hw_seen {
 	uint64_t mmap_off;
+	uint64_t serial;   /* the VAR's nonce (its blob's serial), 0 if unknown */
 	uint32_t page_id;
-	bool live;  /* false: this context freed it, nothing seen there since */
+	uint32_t refs;     /* handles of this context on it */
+	bool live;         /* false: this context freed it, nothing seen there since */
 	bool used;
 };
 #define RS_HW_SEEN_MAX 64
@@ -68,11 +70,17 @@ void rs_hw_table_import(struct rs_ctx *ctx);
  * ufile, for every other context that shares it). */
 void rs_hw_table_close(struct rs_ctx *ctx);
 
-/* VARs this context has seen; check refuses (NOT_FOUND) a blob naming a
+/* hw_var_seen.c: the VARs this context has seen. A handle of this context
+ * on var came (live), went locally (unimport), or destroyed it (freed).
+ * check: RSHARE_OK, or RSHARE_E_NOT_FOUND with the cause recorded for a
  * VAR this context knows to be gone or replaced at that offset. */
-void rs_hw_seen_live(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_id);
-void rs_hw_seen_freed(const struct rs_ctx *ctx, uint64_t mmap_off);
-int rs_hw_seen_check(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t page_id);
+void rs_hw_seen_live(const struct rs_ctx *ctx, const struct rs_var_info *var);
+void rs_hw_seen_unimport(const struct rs_ctx *ctx, const struct rs_var_info *var);
+void rs_hw_seen_freed(const struct rs_ctx *ctx, const struct rs_var_info *var);
+int rs_hw_seen_check(const struct rs_ctx *ctx, const struct rs_var_info *var,
+		     const char *what);
+/* A fresh nonzero nonce for a new VAR. */
+uint64_t rs_hw_var_nonce(void);
 /* Does the VAR's offset still map? 0, or the errno of the failed mmap
  * (EINVAL: the kernel has no such entry: the VAR was destroyed). */
 int rs_hw_var_probe(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t length);

@@ -66,21 +66,17 @@ static void fill_attrs(struct rs_var_info *var, const struct mlx5dv_var *dv)
 /*
  * Is the VAR the blob (or handle) names still the one at its offset? What
  * can be known without a kernel VAR query: this context's own record of
- * the VARs it has seen there, then the kernel's mmap entry (a destroyed
- * VAR's offset answers EINVAL). A VAR freed elsewhere whose offset and page
- * were then handed to a new VAR cannot be told apart from it.
+ * the VARs it has seen there (hw_var_seen.c), then the kernel's mmap entry
+ * (a destroyed VAR's offset answers EINVAL). A VAR freed elsewhere whose
+ * offset was then handed to a new VAR cannot be told from it here.
  */
 static int check_alive(const struct rs_ctx *ctx, const struct rs_var_info *var,
 		       const char *what)
 {
-	int err;
+	int status = rs_hw_seen_check(ctx, var, what), err;
 
-	if (rs_hw_seen_check(ctx, var->mmap_off, var->page_id))
-		return rs_fail(RSHARE_E_NOT_FOUND, 0,
-			       "cannot %s VAR page %u at offset 0x%llx on %s: this context "
-			       "has seen it freed or replaced by another VAR there",
-			       what, var->page_id, (unsigned long long)var->mmap_off,
-			       ctx->name);
+	if (status)
+		return status;
 	err = rs_hw_var_probe(ctx, var->mmap_off, var->length);
 	if (err == EINVAL)
 		return rs_fail(RSHARE_E_NOT_FOUND, err,
@@ -116,14 +112,15 @@ int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var)
 				  ctx->name);
 	}
 	/* The kernel handle is private to libmlx5 (it travels inside the
-	 * export record), so the blob's own handle and serial stay 0. */
+	 * export record), so the blob's own handle stays 0; its serial is a
+	 * nonce that tells this VAR from others at its offset later. */
 	var->handle = 0;
-	var->serial = 0;
+	var->serial = rs_hw_var_nonce();
 	var->flags = flags;
 	fill_attrs(var, dv);
 	var->priv_len = 0;
 	var->prov = dv;
-	rs_hw_seen_live(ctx, var->mmap_off, var->page_id);
+	rs_hw_seen_live(ctx, var);
 	return RSHARE_OK;
 }
 
@@ -186,7 +183,7 @@ int rs_hw_var_import(struct rs_ctx *ctx, struct rs_var_info *var)
 		v->var_unimport(dv);
 		return status;
 	}
-	rs_hw_seen_live(ctx, var->mmap_off, var->page_id);
+	rs_hw_seen_live(ctx, var);
 	var->prov = dv;
 	return RSHARE_OK;
 }
@@ -195,12 +192,12 @@ void rs_hw_var_unimport(struct rs_ctx *ctx, struct rs_var_info *var)
 {
 	const struct rs_hw_verbs *v = rs_hw_verbs();
 
-	(void)ctx;
 	/* Before rdma-core 63 nothing releases a VAR's local state without
 	 * destroying the kernel object; no VAR can have been imported then, and
 	 * an allocated one released locally leaves its few bytes behind. */
 	if (v->var_unimport)
 		v->var_unimport(var->prov);
+	rs_hw_seen_unimport(ctx, var);
 	var->prov = NULL;
 }
 
@@ -216,7 +213,7 @@ int rs_hw_var_free(struct rs_ctx *ctx, struct rs_var_info *var)
 	if (status)
 		return status;
 	rs_hw_verbs()->free_var(var->prov);
-	rs_hw_seen_freed(ctx, var->mmap_off);
+	rs_hw_seen_freed(ctx, var);
 	var->prov = NULL;
 	return RSHARE_OK;
 }
