@@ -1,4 +1,5 @@
-"""rshare: share RDMA device contexts, PDs and VARs between processes.
+"""rshare: share RDMA device contexts, PDs, VARs, MRs and device memory
+between processes.
 
     import rshare
     with rshare.open("sim0") as dev, dev.alloc_pd() as pd:
@@ -6,10 +7,12 @@
         # in another process sharing dev (fd passing, rshare.send/recv,
         # multiprocessing): dev.import_pd(blob)
 
-Objects: Device (rshare.open, Device.from_fd, rshare.recv), PD and Var
-(Device.alloc_*/import_*). Errors: rshare.Error and one subclass per C
+Objects: Device (rshare.open, Device.from_fd, rshare.recv), PD, Var and DM
+(Device.alloc_*/import_*), MR (PD.reg_mr/import_mr). Errors: rshare.Error and one subclass per C
 status. The compiled layer is rshare._rshare (SWIG over rshare.h).
 """
+
+from typing import NamedTuple
 
 from . import _rshare
 from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported,
@@ -17,13 +20,25 @@ from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported
                       BlobVersion, BlobKind, DeviceMismatch, NotFound, PermissionDenied,
                       SystemCallError, ProtocolError, error_class)
 from ._blob import inspect, to_text, from_text, kind
-from ._objects import PD, Var
-from ._device import Device, DeviceInfo, devices
+from ._objects import PD, Var, MR, DM, Access, MRAttrs
+from ._device import Caps, Device, DeviceInfo, devices
 from ._device import open as open  # public, but left out of __all__ (see below)
 from ._channel import send, recv
 
 #: The C library's version, "MAJOR.MINOR.PATCH".
 __version__: str = _rshare.version()
+
+
+class VersionInfo(NamedTuple):
+    """The C library's version as numbers (rshare.version_info)."""
+    major: int
+    minor: int
+    patch: int
+
+
+#: The C library's version, e.g. VersionInfo(major=1, minor=1, patch=0).
+version_info: VersionInfo = VersionInfo(*divmod(_rshare.version_number() // 100, 100),
+                                        _rshare.version_number() % 100)
 
 #: Upper bound of an export blob, in bytes.
 BLOB_MAX: int = _rshare.RSHARE_BLOB_MAX
@@ -41,8 +56,9 @@ def last_error() -> str:
 # What `from rshare import *` brings in: everything public except open(),
 # which would shadow the builtin (call it as rshare.open()).
 __all__ = [
-    "__version__", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
-    "Device", "DeviceInfo", "PD", "Var", "devices", "send", "recv",
+    "__version__", "version_info", "VersionInfo", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
+    "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "devices",
+    "send", "recv",
     "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",

@@ -6,23 +6,45 @@ checksum); these helpers only convert and describe them.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, Union
 
 from . import _rshare as _c
+from ._errors import NotFound
 
 __all__ = ["inspect", "to_text", "from_text", "kind"]
 
 BytesLike = Union[bytes, bytearray, memoryview]
 
 
+_KINDS = {_c.RSHARE_KIND_PD: "pd", _c.RSHARE_KIND_VAR: "var", _c.RSHARE_KIND_MR: "mr",
+          _c.RSHARE_KIND_DM: "dm"}
+_PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
+# Every scalar field, in rshare_blob_describe()'s order; a kind lacks some.
+_FIELDS = [(name.lower(), getattr(_c, "RSHARE_FIELD_" + name)) for name in (
+    "HANDLE", "SERIAL", "PAGE_ID", "PD_HANDLE", "PD_SERIAL", "ADDR", "LENGTH",
+    "MMAP_OFF", "LKEY", "RKEY", "ACCESS")]
+
+
 def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
-    """The fields of a valid blob (bytes or text form) as a dict: format,
-    kind ("pd"|"var"), provider ("hw"|"sim"), guid and table (hex strings),
-    handle, serial, and for VARs page_id, length, mmap_off."""
+    """The fields of a valid blob (bytes or text form) as a dict: kind
+    ("pd"|"var"|"mr"|"dm"), provider ("hw"|"sim"), guid and table (hex
+    strings), handle, serial, and the kind's own fields: for VARs page_id,
+    length, mmap_off; for MRs pd_handle, pd_serial, addr, length, lkey, rkey,
+    access; for DM length. Read with rshare_blob_field(), one field at a time."""
     if isinstance(blob, str):
         blob = _c.blob_from_text(blob)
-    fields: Dict[str, Any] = json.loads(_c.blob_describe(blob))
+    kind_value = _c.blob_field(blob, _c.RSHARE_FIELD_KIND)  # validates the blob
+    fields: Dict[str, Any] = {
+        "kind": _KINDS.get(kind_value, f"unknown({kind_value})"),
+        "provider": _PROVIDERS.get(_c.blob_field(blob, _c.RSHARE_FIELD_PROVIDER), "?"),
+        "guid": "0x%016x" % _c.blob_field(blob, _c.RSHARE_FIELD_GUID),
+        "table": "0x%016x" % _c.blob_field(blob, _c.RSHARE_FIELD_TABLE),
+    }
+    for name, field in _FIELDS:
+        try:
+            fields[name] = _c.blob_field(blob, field)
+        except NotFound:
+            pass  # a field of another kind
     return fields
 
 
@@ -40,6 +62,6 @@ def from_text(text: str) -> bytes:
 
 
 def kind(blob: BytesLike) -> str:
-    """"pd" or "var", after validating the blob."""
+    """"pd", "var", "mr" or "dm", after validating the blob."""
     value = _c.blob_kind(blob)
-    return {_c.RSHARE_KIND_PD: "pd", _c.RSHARE_KIND_VAR: "var"}.get(value, f"unknown({value})")
+    return _KINDS.get(value, f"unknown({value})")

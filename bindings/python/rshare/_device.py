@@ -9,6 +9,7 @@ another process.
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from multiprocessing import reduction as _mp_reduction
@@ -17,9 +18,18 @@ from typing import TYPE_CHECKING, Any, List, NamedTuple, NoReturn, Optional, Sup
 from . import _errors
 from . import _rshare as _c
 from ._errors import Error
-from ._objects import PD, Var
+from ._objects import DM, PD, Var
 
-__all__ = ["Device", "DeviceInfo", "devices", "open"]
+__all__ = ["Caps", "Device", "DeviceInfo", "devices", "open"]
+
+
+class Caps(enum.IntFlag):
+    """What a device can do (Device.caps)."""
+    PD = _c.RSHARE_CAP_PD
+    VAR = _c.RSHARE_CAP_VAR
+    MR = _c.RSHARE_CAP_MR
+    DM = _c.RSHARE_CAP_DM
+    NATIVE = _c.RSHARE_CAP_NATIVE
 
 _PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
 
@@ -109,6 +119,17 @@ class Device(_c.Context):
         """"hw" for a real RDMA device, "sim" for the simulated sim0."""
         return _provider_name(_c.device_provider(self))
 
+    @property
+    def caps(self) -> Caps:
+        """What this device and the loaded rdma-core can do (a Caps flag set),
+        so a program can ask instead of catching Unsupported."""
+        return Caps(_c.device_caps(self))
+
+    def native_address(self) -> int:
+        """The address of the native struct ibv_context, as an int (borrowed:
+        valid until the device is closed). Raises Unsupported on sim0."""
+        return int(_c.device_native(self))
+
     # -- objects -----------------------------------------------------------
     def alloc_pd(self) -> PD:
         """Allocate a protection domain on this device."""
@@ -125,6 +146,22 @@ class Device(_c.Context):
                                           _c.RSHARE_E_INVAL)
         var: Var = _c._wrap(_c.RSHARE_KIND_VAR, self, _c.var_alloc(self, flags), False)
         return var
+
+    def alloc_dm(self, length: int) -> DM:
+        """Allocate ``length`` bytes of device memory."""
+        if not isinstance(length, int) or isinstance(length, bool):
+            raise TypeError(f"alloc_dm() argument 'length' must be int, "
+                            f"not {type(length).__name__}")
+        if not 0 <= length < 1 << 64:
+            raise _errors.InvalidArgument(f"alloc_dm: length {length} out of range",
+                                          _c.RSHARE_E_INVAL)
+        dm: DM = _c._wrap(_c.RSHARE_KIND_DM, self, _c.dm_alloc(self, length), False)
+        return dm
+
+    def import_dm(self, blob: Blob) -> DM:
+        """Import the device memory described by ``blob`` (bytes, or its text form)."""
+        dm: DM = self._import(_c.RSHARE_KIND_DM, blob)
+        return dm
 
     if TYPE_CHECKING:  # implemented by the C base type (rshare._rshare.Context)
         def import_pd(self, blob: Blob) -> PD:

@@ -1,6 +1,7 @@
-"""PD and Var: shared objects allocated on or imported into a Device.
+"""PD, Var, MR and DM: shared objects allocated on or imported into a Device
+(an MR lives in a PD: registered on it or imported into it).
 
-Lifetime rules (the same for both classes):
+Lifetime rules (the same for every class):
   * an object holds a reference to its Device, so the device outlives it;
   * ``free()`` destroys the object for every process, ``unimport()`` only
     releases this process's handle; a second call raises StaleHandleError
@@ -17,17 +18,36 @@ The rules are kept in C (swig/python/objects.c), the base type of both.
 
 from __future__ import annotations
 
-import json
+import enum
 import mmap
-from typing import TYPE_CHECKING, NoReturn, SupportsIndex, Tuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional, SupportsIndex, Tuple, Union
 
 from . import _rshare as _c
-from ._errors import Error
+from ._errors import Error, InvalidArgument
 
 if TYPE_CHECKING:
     from ._device import Device
 
-__all__ = ["PD", "Var"]
+__all__ = ["PD", "Var", "MR", "DM", "Access", "MRAttrs"]
+
+Blob = Union[bytes, bytearray, memoryview, str]
+
+
+class Access(enum.IntFlag):
+    """Memory region access flags (the IBV_ACCESS_* values)."""
+    LOCAL_WRITE = _c.RSHARE_ACCESS_LOCAL_WRITE
+    REMOTE_WRITE = _c.RSHARE_ACCESS_REMOTE_WRITE
+    REMOTE_READ = _c.RSHARE_ACCESS_REMOTE_READ
+    REMOTE_ATOMIC = _c.RSHARE_ACCESS_REMOTE_ATOMIC
+
+
+class MRAttrs(NamedTuple):
+    """An MR's attributes (MR.attrs())."""
+    addr: int     # the registering process's address (meaningless elsewhere)
+    length: int
+    lkey: int
+    rkey: int
+    access: Access
 
 _PICKLE_HINT = ("{0} objects cannot be pickled: send {1}.export() (plain bytes) "
                 "and call dev.import_{1}(blob) in the other process")
@@ -66,6 +86,13 @@ class _Shared(_c.Object):
     def __repr__(self) -> str:
         return f"<rshare.{type(self).__name__} {self._repr_state()}>"
 
+    def native_address(self) -> int:
+        """The address of the native rdma-core object behind this handle, as
+        an int (for ctypes/cffi code that calls rdma-core itself): borrowed,
+        valid until this handle is released. Raises Unsupported on a device
+        without native objects (sim0)."""
+        return int(getattr(_c, self._kind + "_native")(self))
+
 
 class PD(_Shared):
     """A protection domain, allocated here or imported from a blob."""
@@ -84,6 +111,37 @@ class PD(_Shared):
     def export(self) -> bytes:
         """The PD's export blob (bytes, at most 128) for import elsewhere."""
         return _c.pd_export(self)
+
+    def reg_mr(self, buffer: Any, access: int = Access.LOCAL_WRITE) -> MR:
+        """Register ``buffer`` (any writable buffer: bytearray, memoryview,
+        mmap, numpy array, ...) as a memory region on this PD. The MR keeps
+        the buffer exported (a bytearray cannot be resized) and alive until
+        it is deregistered or unimported. While the MR lives, this PD's
+        free() and unimport() raise Busy."""
+        if not isinstance(access, int) or isinstance(access, bool):
+            raise TypeError(f"reg_mr() argument 'access' must be int, not "
+                            f"{type(access).__name__}")
+        if not 0 <= access <= 0xFFFFFFFF:
+            raise InvalidArgument(f"reg_mr: access {access:#x} out of range", _c.RSHARE_E_INVAL)
+        view = memoryview(buffer)  # raises TypeError for non-buffers
+        if view.readonly:
+            view.release()
+            raise TypeError(f"reg_mr() needs a writable buffer, not a read-only "
+                            f"{type(buffer).__name__}")
+        try:
+            handle = _c.mr_reg(self, view, int(access))
+        except BaseException:
+            view.release()
+            raise
+        mr: MR = _c._wrap(_c.RSHARE_KIND_MR, self, handle, False)
+        mr._buffer = view
+        return mr
+
+    def import_mr(self, blob: Blob) -> MR:
+        """Import the MR described by ``blob`` (bytes, or its text form) into
+        this PD, which must be (an import of) the PD it is registered on."""
+        mr: MR = self._import(_c.RSHARE_KIND_MR, blob)
+        return mr
 
 
 class Var(_Shared):
@@ -107,12 +165,8 @@ class Var(_Shared):
 
     @property
     def handle(self) -> int:
-        """The VAR's kernel handle (the same in every process sharing it).
-
-        The C API has no accessor for it; it is read from the export blob,
-        where every importer finds the same value.
-        """
-        return int(json.loads(_c.blob_describe(self.export()))["handle"])
+        """The VAR's kernel handle (the same in every process sharing it)."""
+        return _c.var_handle(self)
 
     def _repr_handle(self) -> int:
         return self.handle
@@ -167,5 +221,148 @@ class Var(_Shared):
         return state + (" mapped" if self._mapping is not None else "")
 
 
+class MR(_Shared):
+    """A memory region: registered on a PD here (PD.reg_mr) or imported into
+    a PD (PD.import_mr). ``dereg()`` (or ``free()``) deregisters it for every
+    process; ``unimport()`` releases this process's handle. An imported MR's
+    ``addr`` is the registering process's address: meaningless here, as on
+    hardware; its keys are the shared registration's."""
+
+    __slots__ = ("_buffer",)
+    _kind = "mr"
+    _buffer: Optional[memoryview]  # the registered memory, held while registered
+
+    @property
+    def pd(self) -> PD:
+        """The PD this MR lives in."""
+        pd: PD = _c.Object.device.__get__(self)
+        return pd
+
+    @property
+    def device(self) -> Device:
+        """The Device of this MR's PD."""
+        return self.pd.device
+
+    def attrs(self) -> MRAttrs:
+        """(addr, length, lkey, rkey, access) in one call."""
+        addr, length, lkey, rkey, access = _c.mr_attrs(self)
+        return MRAttrs(addr, length, lkey, rkey, Access(access))
+
+    @property
+    def addr(self) -> int:
+        """Start address in the registering process."""
+        return self.attrs().addr
+
+    @property
+    def length(self) -> int:
+        """Registered length in bytes."""
+        return self.attrs().length
+
+    @property
+    def lkey(self) -> int:
+        """The local key."""
+        return self.attrs().lkey
+
+    @property
+    def rkey(self) -> int:
+        """The remote key."""
+        return self.attrs().rkey
+
+    @property
+    def access(self) -> Access:
+        """The access flags."""
+        return self.attrs().access
+
+    @property
+    def handle(self) -> int:
+        """The MR's kernel handle (the same in every process sharing it)."""
+        return _c.mr_handle(self)
+
+    def _repr_handle(self) -> int:
+        return self.handle
+
+    def export(self) -> bytes:
+        """The MR's export blob (bytes), importable into its PD elsewhere."""
+        return _c.mr_export(self)
+
+    def _drop_buffer(self) -> None:
+        buffer: Optional[memoryview] = getattr(self, "_buffer", None)
+        if buffer is not None:
+            self._buffer = None
+            buffer.release()
+
+    def free(self) -> None:
+        """Deregister the MR for every process and release the handle; the
+        registered buffer is let go afterwards."""
+        super().free()
+        self._drop_buffer()
+
+    dereg = free
+
+    def unimport(self) -> None:
+        """Release this process's handle (the registration lives on); the
+        registered buffer is let go."""
+        super().unimport()
+        self._drop_buffer()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live:
+            if self.imported:
+                self.unimport()
+            else:
+                self.free()
+
+
+class DM(_Shared):
+    """Device memory: allocated on a Device (Device.alloc_dm) or imported
+    (Device.import_dm). Read and write it with read()/write(): a write in
+    one process is read by every other that imported it."""
+
+    __slots__ = ()
+    _kind = "dm"
+
+    @property
+    def length(self) -> int:
+        """The length in bytes."""
+        return _c.dm_length(self)
+
+    @property
+    def handle(self) -> int:
+        """The DM's kernel handle (the same in every process sharing it)."""
+        return _c.dm_handle(self)
+
+    def _repr_handle(self) -> int:
+        return self.handle
+
+    def export(self) -> bytes:
+        """The DM's export blob (bytes) for import elsewhere."""
+        return _c.dm_export(self)
+
+    def write(self, offset: int, data: Any) -> None:
+        """Copy ``data`` (bytes-like) into the device memory at ``offset``.
+        A range past the end raises InvalidArgument and writes nothing."""
+        _c.dm_write(self, _offset(offset), data)
+
+    def read(self, offset: int, n: int) -> bytes:
+        """``n`` bytes of the device memory at ``offset``. A range past the
+        end raises InvalidArgument."""
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"read() argument 'n' must be int, not {type(n).__name__}")
+        if n < 0:
+            raise ValueError(f"read() argument 'n' must be >= 0, not {n}")
+        data: bytes = _c.dm_read(self, _offset(offset), n)
+        return data
+
+
+def _offset(offset: int) -> int:
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise TypeError(f"offset must be int, not {type(offset).__name__}")
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, not {offset}")
+    return offset if offset < 1 << 64 else (1 << 64) - 1
+
+
 _c._register(_c.RSHARE_KIND_PD, PD)
 _c._register(_c.RSHARE_KIND_VAR, Var)
+_c._register(_c.RSHARE_KIND_MR, MR)
+_c._register(_c.RSHARE_KIND_DM, DM)

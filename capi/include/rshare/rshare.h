@@ -118,7 +118,7 @@ enum rshare_caps {
 
 /** The fields rshare_blob_field() reads (since 1.1). Which kinds carry
  * which field: abi/BLOB-FORMAT.md. */
-enum rshare_blob_field {
+enum rshare_field {
 	RSHARE_FIELD_KIND = 1,      /**< enum rshare_kind (every blob) */
 	RSHARE_FIELD_PROVIDER = 2,  /**< enum rshare_provider (every blob) */
 	RSHARE_FIELD_GUID = 3,      /**< device node GUID (every blob) */
@@ -609,7 +609,7 @@ RSHARE_API int rshare_blob_kind(const void *blob, size_t len, int *kind);
 
 /**
  * Read one field of a valid blob (validated in full first) into *value:
- * field is an enum rshare_blob_field. Since 1.1.
+ * field is an enum rshare_field. Since 1.1.
  * Returns RSHARE_OK; RSHARE_E_INVAL (value NULL, unknown field);
  * RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (a kind
  * this library does not know); RSHARE_E_NOT_FOUND (the blob's kind has no

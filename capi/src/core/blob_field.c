@@ -59,7 +59,7 @@ int rshare_blob_field(const void *blob, size_t len, int field, uint64_t *value)
 	if (!value)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "value is NULL"));
 	if (field <= 0 || (size_t)field >= NFIELDS || !fields[field].name)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "field %d is not an enum rshare_blob_field",
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "field %d is not an enum rshare_field",
 				  field));
 	status = rs_blob_decode(blob, len, &b);
 	if (status)
