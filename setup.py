@@ -10,11 +10,13 @@ Temporary build files go to RSHARE_PY_BUILD_BASE (default: build-python/),
 never into a CMake build directory.
 """
 
+import ctypes.util
 import glob
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -45,7 +47,11 @@ def library_dirs() -> list:
         proc = subprocess.run(["pkg-config", "--variable=libdir", "rshare"],
                               capture_output=True, text=True)
         if proc.returncode == 0 and proc.stdout.strip():
-            return [proc.stdout.strip()]
+            return [os.path.normpath(proc.stdout.strip())]
+    if ctypes.util.find_library("rshare") is None:
+        sys.exit("rshare: librshare is not installed and neither RSHARE_LIBDIR nor "
+                 "pkg-config names one: build it (cmake -S . -B build && cmake --build "
+                 "build) and set RSHARE_LIBDIR=$PWD/build/lib, or install it")
     return []
 
 

@@ -100,19 +100,24 @@ def test_cmake_install_prefix_usr_uses_debians_dist_packages(tmp_path):
            f"/dist-packages'" in searched
 
 
+def pip_install(target, tmp_path, **env_extra):
+    env = dict(os.environ, RSHARE_PY_BUILD_BASE=str(tmp_path / "pybuild"),
+               PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1", **env_extra)
+    env.pop("LD_PRELOAD", None)  # the compiler is not to run with sanitizer runtimes
+    env.pop("PYTHONPATH", None)
+    if "RSHARE_LIBDIR" not in env_extra:
+        env.pop("RSHARE_LIBDIR", None)
+    return subprocess.run(["/usr/bin/python3", "-m", "pip", "install", "--no-index",
+                           "--no-build-isolation", "--target", str(target), "."],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
 @needs_build
 def test_pip_install_offline_with_metadata(tmp_path):
     """`pip install --no-index --no-build-isolation --target DIR .` from the
     repository root builds the module against the build tree's library."""
     target = tmp_path / "target"
-    env = dict(os.environ, RSHARE_LIBDIR=os.path.join(BUILD, "lib"),
-               RSHARE_PY_BUILD_BASE=str(tmp_path / "pybuild"), PIP_NO_CACHE_DIR="1",
-               PIP_DISABLE_PIP_VERSION_CHECK="1")
-    env.pop("LD_PRELOAD", None)  # the compiler is not to run with sanitizer runtimes
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run(["/usr/bin/python3", "-m", "pip", "install", "--no-index",
-                           "--no-build-isolation", "--target", str(target), "."],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = pip_install(target, tmp_path, RSHARE_LIBDIR=os.path.join(BUILD, "lib"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (target / f"rshare-{VERSION}.dist-info" / "RECORD").exists()  # pip can uninstall it
     assert (target / "rshare" / "py.typed").exists()
@@ -122,3 +127,29 @@ def test_pip_install_offline_with_metadata(tmp_path):
     proc = run_python(USE_IT, clean_env(target), tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [VERSION, VERSION]
+
+
+@needs_build
+def test_pip_install_against_an_installed_library_through_pkg_config(tmp_path):
+    """Without RSHARE_LIBDIR, setup.py links the librshare pkg-config names
+    (here an install in a temporary prefix, as a system one would be)."""
+    prefix = tmp_path / "prefix"
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    for component in ("lib", "dev"):
+        subprocess.run([shutil.which("cmake"), "--install", BUILD, "--prefix", str(prefix),
+                        "--component", component], check=True, capture_output=True,
+                       timeout=60, env=env)
+    pcdirs = [str(p.parent) for p in prefix.rglob("rshare.pc")]
+    assert pcdirs, "the dev component installs rshare.pc"
+    target = tmp_path / "target"
+    proc = pip_install(target, tmp_path, PKG_CONFIG_PATH=pcdirs[0])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_python(USE_IT + "import re\n"
+                      "maps = open('/proc/self/maps').read()\n"
+                      "print(sorted({l.split()[-1] for l in maps.splitlines() "
+                      "if 'librshare.so' in l}))\n", clean_env(target), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == [VERSION, VERSION]
+    assert str(prefix) in lines[1] and BUILD not in lines[1], lines[1]
