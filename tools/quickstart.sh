@@ -5,7 +5,10 @@
 #   tools/quickstart.sh demo   install what is missing, build, run `rshare demo`
 #   tools/quickstart.sh test   install what is missing, build, run every test:
 #                              the plain build, then again everything under
-#                              AddressSanitizer + UndefinedBehaviorSanitizer
+#                              AddressSanitizer + UndefinedBehaviorSanitizer,
+#                              then the C tests under ThreadSanitizer + clang's
+#                              UndefinedBehaviorSanitizer (which also checks
+#                              pointer arithmetic on NULL, unlike gcc's)
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -54,6 +57,9 @@ test)
 	(cd build && ctest --output-on-failure -j 2)
 	build build-asan -DRSHARE_SANITIZE=ON -DRSHARE_BINDINGS=ON
 	(cd build-asan && ctest --output-on-failure -j 2)
+	build build-tsan -DCMAKE_C_COMPILER=clang -DRSHARE_TSAN=ON -DRSHARE_BINDINGS=OFF \
+		-DRSHARE_PARTS=tests/ffi
+	(cd build-tsan && ctest --output-on-failure -j 2 -R '^(c_|ffi_|bench_|cli_)')
 	;;
 *)
 	echo "usage: $0 demo|test" >&2

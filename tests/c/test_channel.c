@@ -1,9 +1,13 @@
 /*
  * The channel: fd + payload over stream and seqpacket sockets, the NOSPACE
  * retry that loses nothing, and hostile messages (no fd, wrong fd, two fds,
- * garbage, a closed peer) refused without leaking an fd.
+ * garbage, a closed peer) refused without leaking an fd; an empty payload
+ * passed as NULL; a receiver out of fds (EMFILE) that loses nothing.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -124,6 +128,80 @@ static void round_trip(int type, rshare_device *dev, const unsigned char *blob, 
 	close(sv[1]);
 }
 
+/* payload NULL with len 0 on both sides: valid, and no pointer arithmetic
+ * on NULL (clang's UBSan in the TSan build checks that). */
+static void empty_payload(int type, rshare_device *dev)
+{
+	rshare_device *got;
+	size_t len = 99;
+	int sv[2];
+
+	REQUIRE_OK(socketpair(AF_UNIX, type, 0, sv) == 0 ? 0 : RSHARE_E_IO);
+	CHECK_OK(rshare_channel_send(sv[0], dev, NULL, 0));
+	CHECK_OK(rshare_channel_recv(sv[1], &got, NULL, 0, &len));
+	CHECK(len == 0);
+	CHECK_OK(rshare_device_close(got));
+	/* An empty message into a real buffer, and NULL with a non-zero cap. */
+	CHECK_OK(rshare_channel_send(sv[0], dev, NULL, 0));
+	len = 99;
+	CHECK_OK(rshare_channel_recv(sv[1], &got, NULL, 16, &len));
+	CHECK(len == 0);
+	CHECK_OK(rshare_device_close(got));
+	CHECK_ST(rshare_channel_send(sv[0], dev, NULL, 1), RSHARE_E_INVAL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A receiver at its fd limit: IO with EMFILE (not the peer's fault), the
+ * message stays queued, and a retry once an fd is free gets it whole. */
+static void out_of_fds(int type, rshare_device *dev, const unsigned char *blob, size_t blen)
+{
+	unsigned char buf[RSHARE_BLOB_MAX];
+	struct rlimit old, low;
+	rshare_device *got = NULL;
+	rshare_pd *pd;
+	int sv[2], filler[64], nfill = 0, before;
+	size_t len = 0;
+
+	struct timeval tmo = { .tv_sec = 5 };
+
+	REQUIRE_OK(socketpair(AF_UNIX, type, 0, sv) == 0 ? 0 : RSHARE_E_IO);
+	/* A message lost by a failed try would block the retry: time out. */
+	REQUIRE(setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) == 0);
+	CHECK_OK(rshare_channel_send(sv[0], dev, blob, blen));
+	before = count_fds();
+	/* Lower the limit just above the fds in use and fill the rest. */
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	low = old;
+	low.rlim_cur = (rlim_t)before + 8;
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	while (nfill < 64 && (filler[nfill] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		nfill++;
+	CHECK(nfill < 64 && errno == EMFILE);
+
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_IO);
+	CHECK(rshare_last_errno() == EMFILE);
+	CHECK_MSG("stays queued");
+	CHECK(got == NULL); /* out-parameter untouched */
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_IO);
+
+	/* One fd free: the same message, its fd and payload, arrives. */
+	close(filler[--nfill]);
+	CHECK_OK(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len));
+	CHECK(len == blen && memcmp(buf, blob, blen) == 0);
+	while (nfill)
+		close(filler[--nfill]);
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	if (got) {
+		CHECK_OK(rshare_pd_import(got, buf, len, &pd));
+		CHECK_OK(rshare_pd_unimport(pd));
+		CHECK_OK(rshare_device_close(got));
+	}
+	CHECK(count_fds() == before); /* nothing leaked by the failed tries */
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
@@ -137,6 +215,10 @@ int main(void)
 	blen = export_pd(pd, blob);
 	round_trip(SOCK_STREAM, dev, blob, blen);
 	round_trip(SOCK_SEQPACKET, dev, blob, blen);
+	empty_payload(SOCK_STREAM, dev);
+	empty_payload(SOCK_SEQPACKET, dev);
+	out_of_fds(SOCK_STREAM, dev, blob, blen);
+	out_of_fds(SOCK_SEQPACKET, dev, blob, blen);
 
 	/* Garbage on a stream: refused as not ours. A wrong-magic message. */
 	REQUIRE_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 ? 0 : RSHARE_E_IO);

@@ -665,12 +665,16 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * into a new handle *dev and copy its payload to payload (cap bytes), with
  * *len set to the payload size. When cap is too small (or payload NULL and
  * the payload non-empty) it returns RSHARE_E_NOSPACE with *len set and
- * consumes nothing: a retry receives the same message and fd. With cap >=
- * RSHARE_PAYLOAD_MAX the message is read in one system call. A fd that is
- * not a device context is closed and refused. Blocks until a message comes.
+ * consumes nothing: a retry receives the same message and fd. Likewise a
+ * process with no free fd gets RSHARE_E_IO with rshare_last_errno() EMFILE
+ * and the message stays queued. A message is read with two system calls (a
+ * peek that takes the fd, then the read). Data that is not an rshare message
+ * is refused and left queued; an rshare message with the wrong number of fds
+ * is refused and dropped. A fd that is not a device context is closed and
+ * refused. Blocks until a message comes.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
  * (not an rshare message, or no fd); RSHARE_E_NODEV; RSHARE_E_IO (including
- * a peer that closed the socket).
+ * a peer that closed the socket, and EMFILE).
  */
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);

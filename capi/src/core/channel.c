@@ -5,12 +5,17 @@
  * Header (little-endian): magic "RSHC", u16 version (1), u16 flags (0),
  * u32 payload length, u32 reserved (0).
  *
- * A receiver whose buffer may be too small peeks at the header first,
- * without a control buffer, so the kernel installs no fd: the shortfall is
- * reported before anything is consumed, and a retry finds the same message
- * and fd. A receiver with a RSHARE_PAYLOAD_MAX buffer reads in one call.
+ * The receiver peeks at the header first, with room for the fds: a peek
+ * leaves the message queued but installs copies of its fds, so the
+ * receiver then holds the device fd before it consumes anything. The
+ * message is consumed only once it is known to be good and to fit: a
+ * too-small buffer (NOSPACE) or a process out of fds (IO with EMFILE: the
+ * kernel could not install the fd) leaves it queued for a retry. The read
+ * that consumes it passes no control buffer, so the kernel drops the fds
+ * it carries instead of installing them a second time.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,10 +103,11 @@ int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 		sent = (size_t)r;
 		if (sent < CH_HDR)
 			status = send_rest(sock, hdr + sent, CH_HDR - sent);
-		if (!status)
-			status = send_rest(sock, (const uint8_t *)payload +
-						 (sent > CH_HDR ? sent - CH_HDR : 0),
-					   len - (sent > CH_HDR ? sent - CH_HDR : 0));
+		if (!status && sent < CH_HDR + len) {
+			size_t done = sent > CH_HDR ? sent - CH_HDR : 0;
+			/* len > 0 here: payload is not NULL. */
+			status = send_rest(sock, (const uint8_t *)payload + done, len - done);
+		}
 	}
 	rs_unpin(slot);
 	RS_RETURN(status);
@@ -110,6 +116,11 @@ int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 static int recv_fail(int status, int err, int sock, const char *what)
 {
 	return rs_fail(status, err, "%s on socket %d", what, sock);
+}
+
+static int io_status(int err)
+{
+	return err == ENOTSOCK || err == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO;
 }
 
 /* Check a received header; RSHARE_OK with the payload length. */
@@ -125,32 +136,6 @@ static int parse_header(const uint8_t *h, int sock, uint32_t *len)
 			       "message announces a %u-byte payload, limit is %d", *len,
 			       RSHARE_PAYLOAD_MAX);
 	return RSHARE_OK;
-}
-
-static int io_status(int err)
-{
-	return err == ENOTSOCK || err == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO;
-}
-
-/* Read the message's header without consuming it or installing fds. */
-static int peek_header(int sock, uint32_t *len)
-{
-	uint8_t h[CH_HDR];
-	struct iovec iov = { h, CH_HDR };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t r;
-
-	do
-		r = recvmsg(sock, &msg, MSG_PEEK | MSG_WAITALL);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return recv_fail(io_status(errno), errno, sock, "recvmsg failed");
-	if (r == 0)
-		return recv_fail(RSHARE_E_IO, 0, sock, "peer closed the channel");
-	if (r < CH_HDR)
-		return recv_fail(RSHARE_E_PROTOCOL, 0, sock,
-				 "short message (no complete rshare header)");
-	return parse_header(h, sock, len);
 }
 
 /* Collect the SCM_RIGHTS fds of msg into fds; returns how many. */
@@ -169,7 +154,81 @@ static int take_fds(struct msghdr *msg, int *fds)
 	return n;
 }
 
-/* Read exactly n more bytes into p (the tail of a message). */
+static void close_fds(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		rs_close_quietly(fds[i]);
+}
+
+/* The message at the head of the queue, left there: its header (r bytes
+ * of it read) and copies of its fds. *ctrunc: the kernel could not
+ * deliver all of its fds. */
+struct peeked {
+	uint8_t hdr[CH_HDR];
+	size_t got;
+	int fds[CH_MAX_FDS], nfds;
+	bool ctrunc;
+};
+
+static int peek_message(int sock, struct peeked *p)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(CH_MAX_FDS * sizeof(int))];
+	} ctl;
+	struct iovec iov = { p->hdr, CH_HDR };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = sizeof(ctl.buf) };
+	ssize_t r;
+
+	do
+		r = recvmsg(sock, &msg, MSG_PEEK | MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return recv_fail(io_status(errno), errno, sock, "recvmsg failed");
+	if (r == 0)
+		return recv_fail(RSHARE_E_IO, 0, sock, "peer closed the channel");
+	p->got = (size_t)r;
+	p->nfds = take_fds(&msg, p->fds);
+	p->ctrunc = (msg.msg_flags & MSG_CTRUNC) != 0;
+	return RSHARE_OK;
+}
+
+/* Is the process out of file descriptors? Then the errno that says so. */
+static int out_of_fds(int sock)
+{
+	int probe = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+
+	if (probe >= 0) {
+		rs_close_quietly(probe);
+		return 0;
+	}
+	return errno == EMFILE || errno == ENFILE ? errno : 0;
+}
+
+/* Take an rshare message with the wrong fds off the queue so the next
+ * receive can proceed: the record on a seqpacket socket, its header and
+ * announced payload (plen) on a stream. The kernel drops its fds. */
+static void discard(int sock, uint32_t plen)
+{
+	uint8_t scratch[512];
+	size_t n = CH_HDR + (size_t)plen;
+	int type = SOCK_STREAM;
+	socklen_t tlen = sizeof(type);
+
+	getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tlen);
+	do {
+		ssize_t r = recv(sock, scratch, n < sizeof(scratch) ? n : sizeof(scratch),
+				 MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || type != SOCK_STREAM)
+			return;
+		n -= (size_t)r;
+	} while (n);
+}
+
+/* Read exactly n more bytes into p (the tail of a stream message). */
 static int recv_exact(int sock, uint8_t *p, size_t n)
 {
 	while (n) {
@@ -185,87 +244,101 @@ static int recv_exact(int sock, uint8_t *p, size_t n)
 	return RSHARE_OK;
 }
 
+/* Consume the peeked message: its header again and plen payload bytes into
+ * payload (which holds them), without a control buffer. */
+static int consume(int sock, const uint8_t *peeked_hdr, void *payload, uint32_t plen)
+{
+	uint8_t hdr[CH_HDR];
+	struct iovec iov[2] = { { hdr, CH_HDR }, { payload, plen } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = plen ? 2 : 1 };
+	size_t got;
+	ssize_t r;
+	int status = RSHARE_OK;
+
+	do
+		r = recvmsg(sock, &msg, MSG_WAITALL);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return recv_fail(RSHARE_E_IO, r < 0 ? errno : 0, sock, "message cut short");
+	got = (size_t)r;
+	/* A stream may deliver the message in pieces. */
+	if (got < CH_HDR)
+		status = recv_exact(sock, hdr + got, CH_HDR - got);
+	if (!status && got < CH_HDR + (size_t)plen) {
+		size_t done = got > CH_HDR ? got - CH_HDR : 0;
+		/* plen > 0 here: payload is not NULL. */
+		status = recv_exact(sock, (uint8_t *)payload + done, plen - done);
+	}
+	if (status)
+		return status;
+	if (memcmp(hdr, peeked_hdr, CH_HDR) != 0)
+		return recv_fail(RSHARE_E_PROTOCOL, 0, sock,
+				 "message changed between peek and read (another reader?)");
+	if (msg.msg_flags & MSG_TRUNC)
+		return rs_fail(RSHARE_E_PROTOCOL, 0,
+			       "message is longer than the %u bytes its header announces",
+			       plen);
+	return RSHARE_OK;
+}
+
 int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap,
 			size_t *len)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(CH_MAX_FDS * sizeof(int))];
-	} ctl;
-	uint8_t hdr[CH_HDR];
-	struct iovec iov[2];
-	struct msghdr msg = { .msg_iov = iov, .msg_control = ctl.buf,
-			      .msg_controllen = sizeof(ctl.buf) };
-	int fds[CH_MAX_FDS], nfds, status;
+	struct peeked p;
 	uint32_t plen = 0;
-	size_t got, want;
-	bool sized;
-	ssize_t r;
+	int status, err;
 
 	if (sock < 0 || !dev || !len)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s",
 				  sock < 0 ? "socket is negative"
 					   : !dev ? "dev is NULL" : "len is NULL"));
-	/* A buffer that holds any payload needs no sizing: read the message
-	 * in one call. Otherwise peek at its size first, so that a too-small
-	 * buffer is reported before anything is consumed. */
-	sized = !payload || cap < RSHARE_PAYLOAD_MAX;
-	if (sized) {
-		status = peek_header(sock, &plen);
-		if (status)
-			RS_RETURN(status);
-		if (plen && (!payload || cap < plen)) {
-			*len = plen;
-			RS_RETURN(rs_fail(RSHARE_E_NOSPACE, 0,
-					  "payload buffer of %zu bytes too small, %u needed "
-					  "(the message stays queued)",
-					  payload ? cap : 0, plen));
-		}
-	}
-	want = sized ? plen : RSHARE_PAYLOAD_MAX;
-	iov[0] = (struct iovec){ hdr, CH_HDR };
-	iov[1] = (struct iovec){ payload, want };
-	msg.msg_iovlen = want ? 2 : 1;
-	/* Without a known size, MSG_WAITALL would wait for a full buffer. */
-	do
-		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (sized ? MSG_WAITALL : 0));
-	while (r < 0 && errno == EINTR);
-	if (r <= 0)
-		RS_RETURN(recv_fail(r < 0 ? io_status(errno) : RSHARE_E_IO, r < 0 ? errno : 0,
-				    sock, r < 0 ? "recvmsg failed" : "peer closed the channel"));
-	nfds = take_fds(&msg, fds);
-	got = (size_t)r;
-	/* A stream may hand over the header in pieces; the fds came with the
-	 * first one. */
-	status = got < CH_HDR ? recv_exact(sock, hdr + got, CH_HDR - got) : RSHARE_OK;
-	if (!status)
-		status = parse_header(hdr, sock, &plen);
+	status = peek_message(sock, &p);
 	if (status)
-		goto close_fds;
-	got = got < CH_HDR ? CH_HDR : got;
-	if (got > CH_HDR + plen || (msg.msg_flags & MSG_TRUNC)) {
-		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "message is longer than the %u bytes its header announces",
-				 plen);
-		goto close_fds;
+		RS_RETURN(status); /* nothing consumed */
+	/* What is not an rshare message is not ours to consume: it stays
+	 * queued (on a stream there is no telling where it would end). */
+	status = p.got < CH_HDR ? recv_fail(RSHARE_E_PROTOCOL, 0, sock,
+					    "short message (no complete rshare header)")
+				: parse_header(p.hdr, sock, &plen);
+	if (status) {
+		close_fds(p.fds, p.nfds);
+		RS_RETURN(status);
 	}
-	status = recv_exact(sock, (uint8_t *)payload + (got - CH_HDR), CH_HDR + plen - got);
-	if (status)
-		goto close_fds;
-	if ((msg.msg_flags & MSG_CTRUNC) || nfds != 1) {
-		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "message carried %d fd(s)%s, exactly 1 expected", nfds,
-				 (msg.msg_flags & MSG_CTRUNC) ? " or more" : "");
-		goto close_fds;
+	if (p.ctrunc && (err = out_of_fds(sock))) {
+		/* The kernel could not install the device fd here: the
+		 * message stays queued for a retry once fds are free. */
+		close_fds(p.fds, p.nfds);
+		RS_RETURN(rs_fail(RSHARE_E_IO, err,
+				  "no free fd for the device the message carries "
+				  "(the message stays queued)"));
 	}
-	status = rs_device_adopt(fds[0], (void **)dev); /* takes fds[0] */
+	if (p.ctrunc || p.nfds != 1) {
+		status = rs_fail(RSHARE_E_PROTOCOL, 0,
+				 "message carried %d fd(s)%s, exactly 1 expected", p.nfds,
+				 p.ctrunc ? " or more" : "");
+		goto drop;
+	}
+	if (plen && (!payload || cap < plen)) {
+		close_fds(p.fds, p.nfds);
+		*len = plen;
+		RS_RETURN(rs_fail(RSHARE_E_NOSPACE, 0,
+				  "payload buffer of %zu bytes too small, %u needed "
+				  "(the message stays queued)",
+				  payload ? cap : 0, plen));
+	}
+	status = consume(sock, p.hdr, payload, plen);
+	if (status) {
+		close_fds(p.fds, p.nfds);
+		RS_RETURN(status);
+	}
+	status = rs_device_adopt(p.fds[0], (void **)dev); /* takes the fd */
 	if (status)
 		RS_RETURN(status);
 	*len = plen;
 	return RSHARE_OK;
 
-close_fds:
-	for (int i = 0; i < nfds; i++)
-		rs_close_quietly(fds[i]);
+drop:
+	close_fds(p.fds, p.nfds);
+	discard(sock, plen);
 	RS_RETURN(status);
 }
