@@ -23,6 +23,17 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define RS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RS_TSAN 1
+#endif
+#endif
+#ifndef RS_TSAN
+#define RS_TSAN 0
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +227,23 @@ static int lock_local(struct sim_map *m, uint64_t *deadline)
 	*deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
 	until.tv_sec = (time_t)(*deadline / 1000000000ull);
 	until.tv_nsec = (long)(*deadline % 1000000000ull);
+#if RS_TSAN
+	/* ThreadSanitizer (clang 14) does not intercept clocklock and would
+	 * take the mutex for unlocked: wait the same bound on the wall clock. */
+	{
+		struct timespec wall;
+		uint64_t ns;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec +
+		     (uint64_t)sim_lock_bound_ms() * 1000000ull;
+		until.tv_sec = (time_t)(ns / 1000000000ull);
+		until.tv_nsec = (long)(ns % 1000000000ull);
+		err = pthread_mutex_timedlock(&m->local, &until);
+	}
+#else
 	err = pthread_mutex_clocklock(&m->local, CLOCK_MONOTONIC, &until);
+#endif
 	if (err)
 		return rs_fail(RSHARE_E_BUSY, err,
 			       "simulated object table locked by another process for %u ms "
