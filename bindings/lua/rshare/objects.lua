@@ -237,7 +237,7 @@ function objects.build(B)
   end
 
   function Device:alloc_var(flags)
-    if flags ~= nil then util.check_int(flags, "alloc_var", 1, 0) end
+    if flags ~= nil then util.check_int(flags, "alloc_var", 1, 0, 2^32 - 1) end
     return adopt(new_var, self, B.var_alloc(self.h, flags or 0))
   end
 

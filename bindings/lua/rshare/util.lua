@@ -16,13 +16,17 @@ function util.check_type(value, want, fname, argn)
   return value
 end
 
--- A whole number such as an fd (negative ones reach C, which says INVAL),
--- or, with min, at least min (flags: C takes them unsigned).
-function util.check_int(value, fname, argn, min)
+-- A whole number that fits a C int, such as an fd (negative ones reach C,
+-- which says INVAL), or with min and max, one in [min, max] (flags: C takes
+-- them unsigned). Both backends would truncate a larger one to some other,
+-- possibly valid, fd or flag.
+local INT_MIN, INT_MAX = -2^31, 2^31 - 1
+function util.check_int(value, fname, argn, min, max)
   util.check_type(value, "number", fname, argn)
-  if value % 1 ~= 0 or (min and value < min) then
-    error(("rshare.%s: bad argument #%d (integer%s expected, got %s)")
-      :format(fname, argn, min and " >= " .. min or "", tostring(value)), 3)
+  min, max = min or INT_MIN, max or INT_MAX
+  if value % 1 ~= 0 or value < min or value > max then
+    error(("rshare.%s: bad argument #%d (integer in [%d, %d] expected, got %s)")
+      :format(fname, argn, min, max, tostring(value)), 3)
   end
   return value
 end
