@@ -231,7 +231,7 @@ static int dm_copy(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, v
 	struct sim_map *m = ctx->prov;
 	struct sim_objv o;
 	struct sim_table *t;
-	uint64_t at;
+	uint64_t at = 0;
 	int status = lock(ctx, &t);
 
 	if (status)
@@ -244,7 +244,8 @@ static int dm_copy(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, v
 				 "%zu bytes at offset %llu are outside DM %u (%llu bytes)", len,
 				 (unsigned long long)offset, dm->handle,
 				 (unsigned long long)o.length);
-	at = m->dm_area_off + (uint64_t)o.dm_first * SIM_DM_GRANULE + offset;
+	if (!status) /* validated: inside the device memory area */
+		at = m->dm_area_off + (uint64_t)o.dm_first * SIM_DM_GRANULE + offset;
 	while (!status && len) {
 		ssize_t r = write ? pwrite(ctx->fd, buf, len, (off_t)at) :
 				    pread(ctx->fd, buf, len, (off_t)at);
