@@ -118,6 +118,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && strcmp(argv[1], "child-share") == 0)
 		return child_share(atoi(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "child-mrdm") == 0)
+		return child_mrdm(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "child-var63") == 0)
 		return child_var63(atoi(argv[2]));
 	if (argc != 2) {
@@ -186,6 +188,8 @@ int main(int argc, char **argv)
 		case_dm_not_mlx5(&t);
 	}
 	case_xproc(&t);
+	if ((t.caps & RSHARE_CAP_MR) && (t.caps & RSHARE_CAP_DM))
+		case_xproc_mr_dm(&t);
 	CHECK(count_fds() == fds); /* nothing leaked over the whole run */
 
 	printf("hw_suite %s on %s: %d passed, %d failed\n", t.mode, t.name,

@@ -72,6 +72,8 @@ void case_dm_not_mlx5(const struct hw_target *t);
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);
 int child_share(int sock);
+void case_xproc_mr_dm(const struct hw_target *t);
+int child_mrdm(int sock);
 int child_var63(int sock);
 /* Start `self mode <sock>` with the child's end of a socketpair; extra_env
  * ("NAME=value" or NULL) is added to its environment. Returns the pid and
