@@ -78,12 +78,13 @@ SIGINT_CHILD = textwrap.dedent("""
     import socket, sys, time
     import rshare
     a, b = socket.socketpair()
-    print("waiting", flush=True)
-    start = time.monotonic()
     try:
+        start = time.monotonic()
+        print("waiting", flush=True)
         rshare.recv(b)
     except KeyboardInterrupt:
-        print("KeyboardInterrupt after %.2f s" % (time.monotonic() - start), flush=True)
+        # CLOCK_MONOTONIC is system-wide: the parent compares with its own.
+        print("KeyboardInterrupt", start, time.monotonic(), flush=True)
         sys.exit(0)
     sys.exit("recv returned")
 """)
@@ -94,15 +95,16 @@ def test_sigint_interrupts_recv_promptly():
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "waiting"
-        time.sleep(0.3)  # well inside the blocking call
+        time.sleep(0.5)  # well inside the blocking call
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
-        elapsed = time.monotonic() - sent
+        out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
-    assert out.startswith("KeyboardInterrupt after"), (out, err)
-    assert elapsed < 2, elapsed  # at once, not after the peer or a timeout
+    word, start, interrupted = out.split()
+    assert word == "KeyboardInterrupt", (out, err)
+    assert sent - float(start) >= 0.4  # it was waiting in recv when the signal came
+    assert float(interrupted) - sent < 1.0  # and stopped at once, not after a timeout
