@@ -41,6 +41,17 @@ def test_recv_in_non_blocking_mode_raises_blocking_io_error():
             rshare.recv(a.fileno())
 
 
+def test_send_recv_over_a_multiprocessing_connection(dev):
+    """Anything with fileno() works: a Pipe() end is an AF_UNIX socket."""
+    import multiprocessing
+    left, right = multiprocessing.Pipe()
+    with left, right:
+        rshare.send(left, dev, b"via pipe")
+        got, payload = rshare.recv(right)
+        with got:
+            assert payload == b"via pipe" and got.guid == dev.guid
+
+
 def test_recv_waits_without_the_interpreter_lock(dev):
     """A message sent by another Python thread while recv waits arrives:
     the waiting call let the thread run."""

@@ -14,24 +14,32 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Optional, Tuple, Union
+from typing import Optional, Protocol, Tuple, Union
 
 from . import _rshare as _c
 from ._device import Device
 
 __all__ = ["send", "recv"]
 
-SocketLike = Union[socket.socket, int]
+SocketLike = Union[socket.socket, int, "_HasFileno"]
+
+
+class _HasFileno(Protocol):
+    def fileno(self) -> int: ...
 
 
 def _fd_and_timeout(sock: SocketLike, call: str) -> Tuple[int, Optional[float]]:
-    """The fd to use and how long to wait (None: forever, 0.0: not at all)."""
-    if isinstance(sock, int) and not isinstance(sock, bool):
-        return sock, None if os.get_blocking(sock) else 0.0
+    """The fd to use and how long to wait (None: forever, 0.0: not at all):
+    a socket's own timeout, else what the fd's O_NONBLOCK flag says."""
     if isinstance(sock, socket.socket):
         return sock.fileno(), sock.gettimeout()
-    raise TypeError(f"{call}() argument 'sock' must be a socket or an fd, "
-                    f"not {type(sock).__name__}")
+    if isinstance(sock, bool) or not (isinstance(sock, int) or
+                                      callable(getattr(sock, "fileno", None))):
+        raise TypeError(f"{call}() argument 'sock' must be a socket or an fd, "
+                        f"not {type(sock).__name__}")
+    # An int, or anything with fileno() (e.g. a multiprocessing Connection).
+    fd = sock if isinstance(sock, int) else sock.fileno()
+    return fd, None if os.get_blocking(fd) else 0.0
 
 
 def send(sock: SocketLike, dev: Device, payload: bytes = b"") -> None:
