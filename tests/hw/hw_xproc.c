@@ -214,8 +214,10 @@ void case_xproc_mr_dm(const struct hw_target *t)
 	REQUIRE_OK(rshare_mr_export(mr, blob, sizeof(blob), &len));
 	to_text(blob, len, mr_text);
 	REQUIRE_OK(rshare_dm_alloc(a, 512, &dm));
+	/* Whole 4-byte words, as mlx5 device memory takes them. */
+	memset(want, 0, sizeof(want));
 	snprintf(want, sizeof(want), "parent %d", (int)getpid());
-	REQUIRE_OK(rshare_dm_write(dm, 0, want, strlen(want) + 1));
+	REQUIRE_OK(rshare_dm_write(dm, 0, want, sizeof(want)));
 	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
 	to_text(blob, len, dm_text);
 	if (t->var_sharing) {
@@ -235,7 +237,7 @@ void case_xproc_mr_dm(const struct hw_target *t)
 	CHECK(n > 0 && strncmp(reply, "done", 4) == 0);
 
 	snprintf(want, sizeof(want), "child %d", pid);
-	CHECK_OK(rshare_dm_read(dm, 256, got, strlen(want) + 1));
+	CHECK_OK(rshare_dm_read(dm, 256, got, sizeof(got)));
 	CHECK(strcmp(got, want) == 0);
 	if (var) {
 		CHECK_ST(rshare_var_free(var), RSHARE_E_NOT_FOUND);
@@ -281,10 +283,11 @@ int child_mrdm(int sock)
 	REQUIRE_OK(rshare_blob_from_text(dm_text, blob, sizeof(blob), &len));
 	CHECK_OK(rshare_dm_import(dev, blob, len, &dm));
 	snprintf(want, sizeof(want), "parent %d", (int)getppid());
-	CHECK_OK(rshare_dm_read(dm, 0, got, strlen(want) + 1));
+	CHECK_OK(rshare_dm_read(dm, 0, got, sizeof(got)));
 	CHECK(strcmp(got, want) == 0);
+	memset(want, 0, sizeof(want));
 	snprintf(want, sizeof(want), "child %d", (int)getpid());
-	CHECK_OK(rshare_dm_write(dm, 256, want, strlen(want) + 1));
+	CHECK_OK(rshare_dm_write(dm, 256, want, sizeof(want)));
 	CHECK_OK(rshare_dm_unimport(dm));
 
 	if (strcmp(var_text, "-") != 0) {

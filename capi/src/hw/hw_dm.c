@@ -14,7 +14,8 @@
  * but struct ibv_dm shows no length or other attribute to compare, so a DM
  * freed and its handle reused by another DM cannot be told apart. The
  * provider checks copies against its own idea of the DM's length (mlx5:
- * EFAULT), whatever length the blob claims.
+ * EFAULT), whatever length the blob claims, and mlx5 copies only 4-byte
+ * aligned offsets and lengths (EINVAL otherwise): both become INVAL.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -114,6 +115,12 @@ static int copy_failed(const struct rs_ctx *ctx, const struct rs_dm_info *dm, in
 			       "outside the device memory as the device knows it (the blob "
 			       "claims %" PRIu64 " bytes)", what, len, offset, dm->handle,
 			       ctx->name, dm->length);
+	if (err == EINVAL)
+		return rs_fail(RSHARE_E_INVAL, err,
+			       "%s of %zu bytes at offset %" PRIu64 " of DM handle %u on %s: "
+			       "the device reads and writes its memory in 4-byte words, so "
+			       "offset and length must be multiples of 4 (mlx5)", what, len,
+			       offset, dm->handle, ctx->name);
 	return rs_hw_fail(err, false, NULL, "%s of %zu bytes at offset %" PRIu64
 			  " of DM handle %u on %s failed", what, len, offset, dm->handle,
 			  ctx->name);

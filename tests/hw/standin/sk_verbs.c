@@ -385,10 +385,14 @@ struct sk_dm {
 	uint64_t length;
 };
 
-/* mlx5's rule: a copy must lie inside the DM, else EFAULT. */
+/* mlx5's rules: a copy must lie inside the DM, else EFAULT; the hardware
+ * accesses it in 4-byte words, so offset and length must be multiples of
+ * 4, else EINVAL. */
 static int dm_span(struct sk_dm *d, uint64_t off, size_t len)
 {
-	return off > d->length || len > d->length - off ? EFAULT : 0;
+	if (off > d->length || len > d->length - off)
+		return EFAULT;
+	return (off & 3) || (len & 3) ? EINVAL : 0;
 }
 
 static int sk_memcpy_to_dm(struct ibv_dm *dm, uint64_t off, const void *src, size_t len)
