@@ -307,3 +307,81 @@ static int rshare_lua_fd_close(lua_State *L)
 	return 1;
 }
 %}
+
+/* ---- memory for MRs (since 1.1) ------------------------------------------------
+ * Lua 5.4 has no writable byte buffers: mem_new(n) makes one, a full userdata
+ * of n zeroed bytes that Lua's collector owns (the MR object keeps it while
+ * registered); mem_addr(mem) -> light userdata, for mr_reg; mem_read(mem, off,
+ * n) -> bytes and mem_write(mem, off, bytes) copy in and out, bounds-checked
+ * (out of range raises: the thin layer checks first). */
+%native(mem_new) int rshare_lua_mem_new(lua_State *L);
+%native(mem_addr) int rshare_lua_mem_addr(lua_State *L);
+%native(mem_read) int rshare_lua_mem_read(lua_State *L);
+%native(mem_write) int rshare_lua_mem_write(lua_State *L);
+%{
+#define RSHARE_LUA_MEM "rshare.mem"
+
+static int rshare_lua_mem_new(lua_State *L)
+{
+	lua_Integer n = luaL_checkinteger(L, 1);
+	void *p;
+
+	luaL_argcheck(L, n > 0, 1, "positive length expected");
+	p = lua_newuserdatauv(L, (size_t)n, 0);
+	memset(p, 0, (size_t)n);
+	if (luaL_newmetatable(L, RSHARE_LUA_MEM)) {
+		lua_pushliteral(L, "rshare memory");
+		lua_setfield(L, -2, "__name");
+	}
+	lua_setmetatable(L, -2);
+	return 1;
+}
+
+static unsigned char *rshare_lua_mem_arg(lua_State *L, size_t *len)
+{
+	unsigned char *p = luaL_checkudata(L, 1, RSHARE_LUA_MEM);
+
+	*len = lua_rawlen(L, 1);
+	return p;
+}
+
+static int rshare_lua_mem_addr(lua_State *L)
+{
+	size_t len;
+
+	lua_pushlightuserdata(L, rshare_lua_mem_arg(L, &len));
+	return 1;
+}
+
+static size_t rshare_lua_mem_range(lua_State *L, size_t len, size_t n)
+{
+	lua_Integer off = luaL_checkinteger(L, 2);
+
+	if (off < 0 || (lua_Unsigned)off > len || n > len - (size_t)off)
+		return (size_t)luaL_error(L, "rshare: memory access out of range");
+	return (size_t)off;
+}
+
+static int rshare_lua_mem_read(lua_State *L)
+{
+	size_t len, off;
+	unsigned char *p = rshare_lua_mem_arg(L, &len);
+	lua_Integer n = luaL_checkinteger(L, 3);
+
+	luaL_argcheck(L, n >= 0, 3, "negative length");
+	off = rshare_lua_mem_range(L, len, (size_t)n);
+	lua_pushlstring(L, (const char *)p + off, (size_t)n);
+	return 1;
+}
+
+static int rshare_lua_mem_write(lua_State *L)
+{
+	size_t len, n, off;
+	unsigned char *p = rshare_lua_mem_arg(L, &len);
+	const char *bytes = luaL_checklstring(L, 3, &n);
+
+	off = rshare_lua_mem_range(L, len, n);
+	memcpy(p + off, bytes, n);
+	return 0;
+}
+%}

@@ -53,6 +53,23 @@ local slot = env_int("RSHARE_TEST_SLOT")
 local text = ("%d:%s:%s\0"):format(slot, mode, jit and "LuaJIT" or _VERSION)
 check(page:write(slot * env_int("RSHARE_TEST_SLOT_SIZE"), text), "write into the page")
 
+-- Since 1.1: the MR into the imported PD (its keys are the parent's), and
+-- the device memory: the parent's line in, ours out at our slot.
+local mr
+mr, msg, code = pd:import_mr(os.getenv("RSHARE_TEST_MR"))
+check(mr, "import_mr:", msg, code)
+local attrs = mr:attrs()
+check(attrs.lkey == env_int("RSHARE_TEST_MR_LKEY") and attrs.rkey == env_int("RSHARE_TEST_MR_RKEY"),
+      "MR keys", attrs.lkey, attrs.rkey)
+check(pd:unimport() == nil, "a PD with a live MR was released")
+check(mr:unimport() == true, "unimport MR")
+local dm
+dm, msg, code = dev:import_dm(os.getenv("RSHARE_TEST_DM"))
+check(dm, "import_dm:", msg, code)
+check(dm:read(0, 9) == "parent-dm", "parent's device memory line", dm:read(0, 9))
+check(dm:write(slot * env_int("RSHARE_TEST_SLOT_SIZE"), "dm " .. text), "write into device memory")
+check(dm:unimport() == true, "unimport DM")
+
 -- A PD of our own, dropped before the reply: the garbage collector only
 -- unimports it, so the parent can still import it from the blob.
 local mine = check(dev:alloc_pd(), "alloc_pd")

@@ -46,6 +46,8 @@ static void must(int status, const char *what)
 	}
 }
 
+#define DM_BYTES 1024
+
 struct shared {
 	rshare_device *dev;
 	rshare_pd *pd;
@@ -55,6 +57,14 @@ struct shared {
 	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX];
 	uint32_t pd_handle, var_page;
 	unsigned char *page;
+	/* Since 1.1: an MR on the PD and device memory, as text blobs in the
+	 * environment (both modes); the children check the MR's keys, read
+	 * the parent's line from the device memory and write theirs. */
+	rshare_mr *mr;
+	rshare_dm *dm;
+	unsigned char mr_mem[4096];
+	char mr_text[RSHARE_TEXT_MAX], dm_text[RSHARE_TEXT_MAX];
+	uint32_t lkey, rkey;
 };
 
 static void set_env_num(const char *name, long value)
@@ -83,6 +93,10 @@ static void exec_child(const struct shared *s, int sock, const char *interp,
 	set_env_num("RSHARE_TEST_SLOT_SIZE", SLOT);
 	set_env_num("RSHARE_TEST_PD_HANDLE", s->pd_handle);
 	set_env_num("RSHARE_TEST_VAR_PAGE", s->var_page);
+	setenv("RSHARE_TEST_MR", s->mr_text, 1);
+	setenv("RSHARE_TEST_DM", s->dm_text, 1);
+	set_env_num("RSHARE_TEST_MR_LKEY", s->lkey);
+	set_env_num("RSHARE_TEST_MR_RKEY", s->rkey);
 	execl(interp, interp, script, mode, (char *)NULL);
 	perror("share_parent: exec");
 	_exit(127);
@@ -185,6 +199,19 @@ static void setup(struct shared *s)
 	s->var = var;
 	/* The children check that they see the parent's write, too. */
 	memcpy(s->page, "parent-hello", 12);
+
+	unsigned char blob[RSHARE_BLOB_MAX];
+	size_t len;
+
+	must(rshare_mr_reg(pd, s->mr_mem, sizeof(s->mr_mem), RSHARE_ACCESS_LOCAL_WRITE, &s->mr),
+	     "register an MR");
+	must(rshare_mr_attrs(s->mr, NULL, NULL, &s->lkey, &s->rkey, NULL), "MR keys");
+	must(rshare_mr_export(s->mr, blob, sizeof(blob), &len), "export MR");
+	must(rshare_blob_to_text(blob, len, s->mr_text, sizeof(s->mr_text), &n), "MR text");
+	must(rshare_dm_alloc(s->dev, DM_BYTES, &s->dm), "alloc DM");
+	must(rshare_dm_write(s->dm, 0, "parent-dm", 9), "write DM");
+	must(rshare_dm_export(s->dm, blob, sizeof(blob), &len), "export DM");
+	must(rshare_blob_to_text(blob, len, s->dm_text, sizeof(s->dm_text), &n), "DM text");
 }
 
 int main(int argc, char **argv)
@@ -217,6 +244,21 @@ int main(int argc, char **argv)
 			      (const char *)s.page + slot * SLOT, want);
 		}
 
+	/* ... and in the device memory, at slot * SLOT. */
+	slot = 1;
+	for (int i = 2; i < argc; i++)
+		for (int m = 0; m < 2; m++, slot++) {
+			const char *runtime = strstr(argv[i], "luajit") ? "LuaJIT" : "Lua 5.4";
+			char want[SLOT], got[SLOT];
+
+			snprintf(want, sizeof(want), "dm %d:%s:%s", slot, modes[m], runtime);
+			CHECK(rshare_dm_read(s.dm, (uint64_t)slot * SLOT, got, sizeof(got)) ==
+				      RSHARE_OK && memcmp(got, want, strlen(want) + 1) == 0,
+			      "device memory slot %d: want \"%s\"", slot, want);
+		}
+
+	CHECK(rshare_mr_dereg(s.mr) == RSHARE_OK, "deregister the parent's MR");
+	CHECK(rshare_dm_free(s.dm) == RSHARE_OK, "free the parent's DM");
 	CHECK(rshare_pd_free(s.pd) == RSHARE_OK, "free the parent's PD");
 	CHECK(rshare_var_free(s.var) == RSHARE_OK, "free the parent's VAR");
 	CHECK(rshare_device_close(s.dev) == RSHARE_OK, "close the parent's device");

@@ -49,9 +49,12 @@ local PAYLOAD_MAX = C.RSHARE_PAYLOAD_MAX
 local dev_cell = ffi.new("rshare_device *[1]")
 local pd_cell = ffi.new("rshare_pd *[1]")
 local var_cell = ffi.new("rshare_var *[1]")
+local mr_cell = ffi.new("rshare_mr *[1]")
+local dm_cell = ffi.new("rshare_dm *[1]")
 local int_cell = ffi.new("int[1]")
-local u32_cells = ffi.new("uint32_t[2]")
+local u32_cells = ffi.new("uint32_t[3]")
 local u64_cell = ffi.new("uint64_t[1]")
+local u64_cells = ffi.new("uint64_t[2]")
 local size_cell = ffi.new("size_t[1]")
 local addr_cell = ffi.new("void *[1]")
 local blob_buf = ffi.new("uint8_t[?]", BLOB_MAX)
@@ -90,6 +93,9 @@ local B = {
   pd_unimport = C.rshare_pd_unimport, pd_free = C.rshare_pd_free,
   var_unimport = C.rshare_var_unimport, var_free = C.rshare_var_free,
   var_unmap = C.rshare_var_unmap, last_errno = C.rshare_last_errno,
+  mr_unimport = C.rshare_mr_unimport, mr_dereg = C.rshare_mr_dereg,
+  dm_unimport = C.rshare_dm_unimport, dm_free = C.rshare_dm_free,
+  version_number = C.rshare_version_number,
 }
 
 function B.version() return ffi.string(C.rshare_version()) end
@@ -147,6 +153,72 @@ function B.page_write(_, page, off, bytes)
   return OK
 end
 
+-- Since 1.1: capabilities, native objects, VAR handle, MRs, device memory,
+-- scalar blob fields. Addresses and 64-bit values come back as Lua numbers.
+local function address_out(st, cell)
+  return st, tonumber(ffi.cast("uintptr_t", cell[0]))
+end
+
+function B.device_caps(h) return cell_out(C.rshare_device_caps(h, u32_cells), u32_cells) end
+function B.device_native(h) return address_out(C.rshare_device_native(h, addr_cell), addr_cell) end
+function B.pd_native(h) return address_out(C.rshare_pd_native(h, addr_cell), addr_cell) end
+function B.var_native(h) return address_out(C.rshare_var_native(h, addr_cell), addr_cell) end
+function B.mr_native(h) return address_out(C.rshare_mr_native(h, addr_cell), addr_cell) end
+function B.dm_native(h) return address_out(C.rshare_dm_native(h, addr_cell), addr_cell) end
+function B.var_handle(h) return cell_out(C.rshare_var_handle(h, u32_cells), u32_cells) end
+function B.mr_handle(h) return cell_out(C.rshare_mr_handle(h, u32_cells), u32_cells) end
+function B.dm_handle(h) return cell_out(C.rshare_dm_handle(h, u32_cells), u32_cells) end
+
+-- MR memory: a uint8_t array the MR object keeps while registered.
+function B.mem_new(n) return ffi.new("uint8_t[?]", n) end
+function B.mem_read(mem, off, n) return ffi.string(mem + off, n) end
+function B.mem_write(mem, off, bytes) ffi.copy(mem + off, bytes, #bytes) end
+
+function B.mr_reg(pd, mem, n, access)
+  return cell_out(C.rshare_mr_reg(pd, mem, n, access, mr_cell), mr_cell)
+end
+function B.mr_import(pd, b) return cell_out(C.rshare_mr_import(pd, b, #b, mr_cell), mr_cell) end
+
+function B.mr_export(h)
+  return bytes_out(C.rshare_mr_export(h, blob_buf, BLOB_MAX, size_cell), blob_buf)
+end
+
+function B.mr_attrs(h)
+  local st = C.rshare_mr_attrs(h, u64_cells, u64_cells + 1, u32_cells, u32_cells + 1,
+                               u32_cells + 2)
+  return st, tonumber(u64_cells[0]), tonumber(u64_cells[1]), u32_cells[0], u32_cells[1],
+         u32_cells[2]
+end
+
+function B.dm_alloc(dev, n) return cell_out(C.rshare_dm_alloc(dev, n, dm_cell), dm_cell) end
+function B.dm_import(dev, b) return cell_out(C.rshare_dm_import(dev, b, #b, dm_cell), dm_cell) end
+
+function B.dm_export(h)
+  return bytes_out(C.rshare_dm_export(h, blob_buf, BLOB_MAX, size_cell), blob_buf)
+end
+
+function B.dm_length(h)
+  local st = C.rshare_dm_length(h, u64_cell)
+  return st, tonumber(u64_cell[0])
+end
+
+function B.dm_read(h, off, n)
+  local buf = ffi.new("uint8_t[?]", n > 0 and n or 1)
+  local st = C.rshare_dm_read(h, off, buf, n)
+  if st ~= OK then return st end
+  return st, ffi.string(buf, n)
+end
+
+function B.dm_write(h, off, bytes) return C.rshare_dm_write(h, off, bytes, #bytes) end
+
+-- The value stays a uint64_t cdata (GUIDs need all 64 bits); objects.lua
+-- turns it into a number or a "0x%016x" string with u64_number/guid_string.
+function B.blob_field(b, field)
+  local st = C.rshare_blob_field(b, #b, field, u64_cell)
+  return st, u64_cell[0]
+end
+B.u64_number = tonumber
+
 function B.devices_count()
   local st = C.rshare_devices_count(size_cell)
   return st, tonumber(size_cell[0])
@@ -190,8 +262,8 @@ function B.untrack(obj) ffi.gc(obj.h, nil) end
 
 -- A busy device's finalizer keeps a plain pointer (no finalizer), keyed by
 -- address; the cdata being finalized itself must not be kept.
-function B.pending_entry(h)
-  return tostring(ffi.cast("uintptr_t", h)), ffi.cast("rshare_device *", h)
+function B.pending_entry(h, ctype)
+  return tostring(ffi.cast("uintptr_t", h)), ffi.cast(ctype or "rshare_device *", h)
 end
 
 -- The two POSIX calls behind Device:inheritable_fd() and rshare.close_fd(),

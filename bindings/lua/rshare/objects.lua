@@ -26,8 +26,21 @@
 --   blob_kind(bytes) blob_describe(bytes) blob_to_text(bytes)
 --   blob_from_text(text) channel_send(fd, dev_h, payload)
 --   channel_recv(fd) -> st, dev_h, payload
--- and these return plain Lua values: version() last_error() last_errno()
--- status_name(st) strerror(st). Besides the C calls, only what differs:
+--   since 1.1: device_caps(h) device_native(h) pd_native(h) var_native(h)
+--   var_handle(h) mr_reg(pd_h, mem, n, access) mr_import(pd_h, bytes)
+--   mr_export(h) mr_attrs(h) -> st, addr, length, lkey, rkey, access
+--   mr_handle(h) mr_native(h) mr_unimport(h) mr_dereg(h)
+--   dm_alloc(dev_h, n) dm_import(dev_h, bytes) dm_export(h) dm_length(h)
+--   dm_read(h, off, n) -> st, bytes  dm_write(h, off, bytes) dm_handle(h)
+--   dm_native(h) dm_unimport(h) dm_free(h) blob_field(bytes, field)
+--   (the *_native calls give the address as a number)
+-- and these return plain Lua values: version() version_number() last_error()
+-- last_errno() status_name(st) strerror(st). Besides the C calls, only what
+-- differs:
+--   u64_number(v)                 a 64-bit out value of blob_field as a number
+--   mem_new(n)                    -> n zeroed bytes of memory for an MR, kept
+--                                 alive by whoever holds the value
+--   mem_read(mem, off, n) -> bytes  mem_write(mem, off, bytes)   (in bounds)
 --   OK, E_BUSY, VAR_FLAG_TLP, BLOB_MAX, TEXT_MAX, PAYLOAD_MAX, name
 --   guid_string(guid)             a guid out value as "0x%016x"
 --   page_read(h, page, off, n)    -> st, bytes   (h: the VAR; page: what
@@ -42,7 +55,8 @@
 --   fd_close(fd)          -> true, or nil, strerror text, errno
 --   gc                    the classes' __gc metamethod, if the backend
 --                         finalizes the object tables themselves
---   pending_entry(h)      -> key, handle: how to remember a device handle
+--   pending_entry(h[, ctype]) -> key, handle: how to remember a device
+--                         handle (or a handle of ctype, e.g. "rshare_pd *")
 --                         in a finalizer (see pending_close below)
 --   new_map()             -> a new map object and its own metatable (each
 --                         map has one); the object must honour __len
@@ -100,7 +114,7 @@ function objects.build(B)
     c.__index = c
     return c
   end
-  local Device, Pd, Var = class(), class(), class()
+  local Device, Pd, Var, Mr, Dm = class(), class(), class(), class(), class()
 
   ----------------------------------------------------------------------
   -- Finalizers
@@ -139,8 +153,34 @@ function objects.build(B)
       if pending_count > 0 then close_pending() end
     end
   end
-  local finalize_pd = child_finalizer(pd_unimport)
   local finalize_var = child_finalizer(var_unimport)
+  local finalize_dm = child_finalizer(B.dm_unimport)
+
+  -- A PD whose finalizer found it busy: an MR of it was still live (at
+  -- state close finalizers run in no set order). The MR's finalizer, which
+  -- runs later, releases it.
+  local pending_pd, pending_pd_count = {}, 0
+
+  local function finalize_pd(h)
+    if pd_unimport(h) == E_BUSY then
+      local key, handle = B.pending_entry(h, "rshare_pd *")
+      pending_pd[key] = handle
+      pending_pd_count = pending_pd_count + 1
+      return
+    end
+    if pending_count > 0 then close_pending() end
+  end
+
+  local function finalize_mr(h)
+    B.mr_unimport(h)
+    for key, pd in pairs(pending_pd) do
+      if pd_unimport(pd) ~= E_BUSY then
+        pending_pd[key] = nil
+        pending_pd_count = pending_pd_count - 1
+      end
+    end
+    if pending_count > 0 then close_pending() end
+  end
 
   local function new_object(class_, finalize, fields)
     local obj = setmetatable(fields, class_)
@@ -163,6 +203,16 @@ function objects.build(B)
 
   local function new_pd(h, dev)
     return new_object(Pd, finalize_pd, { h = h, dev = dev, live = true })
+  end
+
+  -- An MR lives in its PD (pd); mem is the memory it registered here (nil
+  -- when imported), kept alive while the MR is.
+  local function new_mr(h, pd, mem)
+    return new_object(Mr, finalize_mr, { h = h, pd = pd, mem = mem, live = true })
+  end
+
+  local function new_dm(h, dev)
+    return new_object(Dm, finalize_dm, { h = h, dev = dev, live = true })
   end
 
   -- mapgen counts the ways the page went away; maps remember the count.
@@ -232,6 +282,35 @@ function objects.build(B)
     return dup
   end
 
+  -- Since 1.1.
+  local CAPS = { "pd", "var", "mr", "dm", "native" } -- the RSHARE_CAP_* bits, in order
+
+  -- The device's capabilities as a set: caps.pd, caps.var, caps.mr, caps.dm,
+  -- caps.native are true or false; caps.mask is the bit mask.
+  function Device:caps()
+    local st, mask = B.device_caps(self.h)
+    if st ~= OK then return fail(st) end
+    local caps, bit = { mask = mask }, 1
+    for _, name in ipairs(CAPS) do
+      caps[name] = mask % (2 * bit) >= bit
+      bit = bit * 2
+    end
+    return caps
+  end
+
+  function Device:native_address() return value(B.device_native(self.h)) end
+
+  function Device:alloc_dm(length)
+    util.check_int(length, "alloc_dm", 1, 0)
+    return adopt(new_dm, self, B.dm_alloc(self.h, length))
+  end
+
+  function Device:import_dm(blob)
+    local bytes, msg, code = blob_arg(blob, "import_dm")
+    if not bytes then return nil, msg, code end
+    return adopt(new_dm, self, B.dm_import(self.h, bytes))
+  end
+
   function Device:alloc_pd()
     return adopt(new_pd, self, B.pd_alloc(self.h))
   end
@@ -262,6 +341,25 @@ function objects.build(B)
   function Pd:device() return self.dev end
   function Pd:unimport() return release(self, pd_unimport) end
   function Pd:free() return release(self, B.pd_free) end
+  function Pd:native_address() return value(B.pd_native(self.h)) end
+
+  -- Register length bytes of new, zeroed memory (owned by the MR: read and
+  -- write it with mr:read/mr:write) with access, a sum of rshare.ACCESS_*
+  -- (default LOCAL_WRITE). While the MR lives, this PD cannot be released.
+  function Pd:reg_mr(length, access)
+    util.check_int(length, "reg_mr", 1, 1)
+    if access ~= nil then util.check_int(access, "reg_mr", 2, 0) end
+    local mem = B.mem_new(length)
+    local st, h = B.mr_reg(self.h, mem, length, access or M.ACCESS_LOCAL_WRITE)
+    if st ~= OK then return fail(st) end
+    return new_mr(h, self, mem)
+  end
+
+  function Pd:import_mr(blob)
+    local bytes, msg, code = blob_arg(blob, "import_mr")
+    if not bytes then return nil, msg, code end
+    return adopt(new_mr, self, B.mr_import(self.h, bytes))
+  end
 
   function Var:export() return value(var_export(self.h)) end
   function Var:device() return self.dev end
@@ -282,10 +380,91 @@ function objects.build(B)
     return release(self, B.var_free)
   end
 
+  function Var:handle() return value(B.var_handle(self.h)) end
+  function Var:native_address() return value(B.var_native(self.h)) end
+
   function Var:attrs()
     local st, page_id, length, mmap_off = var_attrs(self.h)
     if st ~= OK then return fail(st) end
     return { page_id = page_id, length = length, mmap_off = mmap_off }
+  end
+
+  ----------------------------------------------------------------------
+  -- MRs and device memory (since 1.1)
+  ----------------------------------------------------------------------
+
+  function Mr:export() return value(B.mr_export(self.h)) end
+  function Mr:handle() return value(B.mr_handle(self.h)) end
+  function Mr:native_address() return value(B.mr_native(self.h)) end
+  function Mr:device() return self.pd.dev end
+
+  -- The registered memory goes with the handle.
+  local function release_mr(self, fn)
+    local ok, msg, code = release(self, fn)
+    if ok then self.mem = nil end
+    return ok, msg, code
+  end
+  function Mr:unimport() return release_mr(self, B.mr_unimport) end
+  function Mr:dereg() return release_mr(self, B.mr_dereg) end
+  Mr.free = Mr.dereg
+
+  -- { addr, length, lkey, rkey, access }; addr is the registering process's.
+  function Mr:attrs()
+    local st, addr, length, lkey, rkey, access = B.mr_attrs(self.h)
+    if st ~= OK then return fail(st) end
+    return { addr = addr, length = length, lkey = lkey, rkey = rkey, access = access }
+  end
+
+  -- The memory an MR registered here: bounds-checked reads and writes.
+  local function mem_range(self, off, n, what)
+    if not self.live or not self.mem then
+      return nil, "rshare mr: " .. what .. ": no local memory (imported, or released)",
+             "RSHARE_E_INVAL"
+    end
+    local st, _, length = B.mr_attrs(self.h)
+    if st ~= OK then return fail(st) end
+    if not util.is_count(off) or off > length or not util.is_count(n) or n > length - off then
+      return nil, "rshare mr: " .. what .. " out of range", "RSHARE_E_INVAL"
+    end
+    return true
+  end
+
+  function Mr:read(off, n)
+    off = off or 0
+    local ok, msg, code = mem_range(self, off, n or 0, "read")
+    if not ok then return nil, msg, code end
+    if n == nil then n = select(3, B.mr_attrs(self.h)) - off end
+    return B.mem_read(self.mem, off, n)
+  end
+
+  function Mr:write(off, bytes)
+    util.check_type(bytes, "string", "mr:write", 2)
+    local ok, msg, code = mem_range(self, off, #bytes, "write")
+    if not ok then return nil, msg, code end
+    B.mem_write(self.mem, off, bytes)
+    return true
+  end
+
+  function Dm:export() return value(B.dm_export(self.h)) end
+  function Dm:handle() return value(B.dm_handle(self.h)) end
+  function Dm:length() return value(B.dm_length(self.h)) end
+  function Dm:native_address() return value(B.dm_native(self.h)) end
+  function Dm:device() return self.dev end
+  function Dm:unimport() return release(self, B.dm_unimport) end
+  function Dm:free() return release(self, B.dm_free) end
+
+  -- The C library checks the range (past the end: RSHARE_E_INVAL, nothing
+  -- written); Lua checks the types.
+  function Dm:read(off, n)
+    util.check_int(off, "dm:read", 1, 0)
+    util.check_int(n, "dm:read", 2, 0)
+    return value(B.dm_read(self.h, off, n))
+  end
+
+  function Dm:write(off, bytes)
+    util.check_int(off, "dm:write", 1, 0)
+    util.check_type(bytes, "string", "dm:write", 2)
+    return done(B.dm_write(self.h, off, bytes))
   end
 
   ----------------------------------------------------------------------
@@ -333,6 +512,20 @@ function objects.build(B)
     local st, page_id, length = var_attrs(self.h)
     return ("rshare.VAR(%s)"):format(
       fields(st, { "page_id", "length", "device" }, page_id, length, device_label(self.dev)))
+  end
+
+  function Mr:__tostring()
+    if not self.live then return "rshare.MR(<released>)" end
+    local st, _, length, lkey, rkey = B.mr_attrs(self.h)
+    return ("rshare.MR(%s)"):format(fields(st, { "length", "lkey", "rkey", "device" },
+      length, lkey, rkey, device_label(self.pd.dev)))
+  end
+
+  function Dm:__tostring()
+    if not self.live then return "rshare.DM(<released>)" end
+    local st, length = B.dm_length(self.h)
+    return ("rshare.DM(%s)"):format(
+      fields(st, { "length", "device" }, length, device_label(self.dev)))
   end
 
   ----------------------------------------------------------------------
@@ -431,6 +624,13 @@ function objects.build(B)
   end
 
   function M.version() return B.version() end
+
+  -- { major, minor, patch } of the library (since 1.1), from its number.
+  function M.version_info()
+    local n = B.version_number()
+    local floor = math.floor
+    return { major = floor(n / 10000), minor = floor(n / 100) % 100, patch = n % 100 }
+  end
   function M.last_error() return last_error() end
   function M.last_errno() return B.last_errno() end
 
@@ -464,10 +664,36 @@ function objects.build(B)
     return value_as(kind_name, B.blob_kind(bytes))
   end
 
+  -- The blob's fields as a table, read one by one with rshare_blob_field():
+  -- kind, provider, guid, table (hex strings), handle, serial and the kind's
+  -- own (VAR: page_id, length, mmap_off; MR: pd_handle, pd_serial, addr,
+  -- length, lkey, rkey, access; DM: length).
+  local FIELDS = { "kind", "provider", "guid", "table", "handle", "serial", "page_id", "length",
+                   "mmap_off", "pd_handle", "pd_serial", "addr", "lkey", "rkey", "access" }
+  local FIELD_NUMBER = { kind = 1, provider = 2, guid = 3, table = 4, handle = 5, serial = 6,
+                         page_id = 7, length = 8, mmap_off = 9, pd_handle = 10, pd_serial = 11,
+                         addr = 12, lkey = 13, rkey = 14, access = 15 }
+  local E_NOT_FOUND = -12
+
   function M.inspect(blob)
     local bytes, msg, code = blob_arg(blob, "inspect")
     if not bytes then return nil, msg, code end
-    return value_as(util.json_decode, B.blob_describe(bytes))
+    local info = {}
+    for _, name in ipairs(FIELDS) do
+      local st, v = B.blob_field(bytes, FIELD_NUMBER[name])
+      if st == OK then
+        if name == "guid" or name == "table" then
+          info[name] = guid_string(v)
+        else
+          info[name] = B.u64_number(v)
+        end
+      elseif st ~= E_NOT_FOUND then
+        return fail(st) -- a bad blob fails at the first field
+      end
+    end
+    info.kind = kind_name(info.kind)
+    info.provider = provider_name(info.provider)
+    return info
   end
 
   function M.to_text(blob)
@@ -499,6 +725,9 @@ function objects.build(B)
   -- Constants, for callers that do not want to spell numbers.
   M.VAR_FLAG_TLP, M.BLOB_MAX = B.VAR_FLAG_TLP, B.BLOB_MAX
   M.TEXT_MAX, M.PAYLOAD_MAX = B.TEXT_MAX, B.PAYLOAD_MAX
+  -- MR access flags (the IBV_ACCESS_* values; add them).
+  M.ACCESS_LOCAL_WRITE, M.ACCESS_REMOTE_WRITE = 1, 2
+  M.ACCESS_REMOTE_READ, M.ACCESS_REMOTE_ATOMIC = 4, 8
   M.backend = B.name
   return M
 end

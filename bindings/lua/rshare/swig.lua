@@ -49,6 +49,17 @@ function B.pending_entry(h) return h, h end
 -- no way to dup or close an fd, and Debian 12 has no lua-posix for it.
 B.fd_dup_inheritable, B.fd_close = core.fd_dup_inheritable, core.fd_close
 
+-- 64-bit out values already are Lua integers (the bit pattern).
+function B.u64_number(v) return v end
+
+-- MR memory: a full userdata rshare.core makes and reads (Lua 5.4 has no
+-- writable byte buffer of its own); mr_reg registers its address.
+B.mem_new, B.mem_read, B.mem_write = core.mem_new, core.mem_read, core.mem_write
+
+function B.mr_reg(pd, mem, n, access)
+  return core.mr_reg(pd, core.mem_addr(mem), n, access)
+end
+
 -- Maps are tables: Lua 5.4 honours __len on them.
 function B.new_map()
   local mt = {}
