@@ -283,6 +283,7 @@ function objects.build(B)
   end
 
   -- Since 1.1.
+  local MAX_EXACT = 2^53 - 1 -- lengths and offsets: whole numbers a double holds exactly
   local CAPS = { "pd", "var", "mr", "dm", "native" } -- the RSHARE_CAP_* bits, in order
 
   -- The device's capabilities as a set: caps.pd, caps.var, caps.mr, caps.dm,
@@ -301,7 +302,7 @@ function objects.build(B)
   function Device:native_address() return value(B.device_native(self.h)) end
 
   function Device:alloc_dm(length)
-    util.check_int(length, "alloc_dm", 1, 0)
+    util.check_int(length, "alloc_dm", 1, 0, MAX_EXACT)
     return adopt(new_dm, self, B.dm_alloc(self.h, length))
   end
 
@@ -347,8 +348,8 @@ function objects.build(B)
   -- write it with mr:read/mr:write) with access, a sum of rshare.ACCESS_*
   -- (default LOCAL_WRITE). While the MR lives, this PD cannot be released.
   function Pd:reg_mr(length, access)
-    util.check_int(length, "reg_mr", 1, 1)
-    if access ~= nil then util.check_int(access, "reg_mr", 2, 0) end
+    util.check_int(length, "reg_mr", 1, 1, MAX_EXACT)
+    if access ~= nil then util.check_int(access, "reg_mr", 2, 0, 2^32 - 1) end
     local mem = B.mem_new(length)
     local st, h = B.mr_reg(self.h, mem, length, access or M.ACCESS_LOCAL_WRITE)
     if st ~= OK then return fail(st) end
@@ -456,13 +457,13 @@ function objects.build(B)
   -- The C library checks the range (past the end: RSHARE_E_INVAL, nothing
   -- written); Lua checks the types.
   function Dm:read(off, n)
-    util.check_int(off, "dm:read", 1, 0)
-    util.check_int(n, "dm:read", 2, 0)
+    util.check_int(off, "dm:read", 1, 0, MAX_EXACT)
+    util.check_int(n, "dm:read", 2, 0, MAX_EXACT)
     return value(B.dm_read(self.h, off, n))
   end
 
   function Dm:write(off, bytes)
-    util.check_int(off, "dm:write", 1, 0)
+    util.check_int(off, "dm:write", 1, 0, MAX_EXACT)
     util.check_type(bytes, "string", "dm:write", 2)
     return done(B.dm_write(self.h, off, bytes))
   end
