@@ -120,12 +120,14 @@ function objects.build(B)
   -- Finalizers
   ----------------------------------------------------------------------
 
-  -- Devices whose finalizer found them still busy. While the program runs
-  -- an object keeps its device reachable, so the device is finalized after
-  -- it. When the Lua state closes, though, every finalizer runs: LuaJIT
-  -- runs them in no set order, Lua 5.4 in reverse order of creation (the
-  -- device normally last). A device that goes before its objects is closed
-  -- by the last of them. The entries hold handles only, never an object:
+  -- Devices whose finalizer found them still busy. An object keeps its
+  -- device reachable, so the device is never collected before it, but the
+  -- two may be collected in the same cycle, and LuaJIT then runs their
+  -- finalizers in no set order (rshare.ffi gives the handle no reference
+  -- to its device: see B.track there). When the Lua state closes, every
+  -- finalizer runs: LuaJIT's in no set order, Lua 5.4's in reverse order of
+  -- creation (the device normally last). A device that goes before its
+  -- objects is closed by the last of them. The entries hold handles only, never an object:
   -- under LuaJIT a finalizer must not reach the object that owns its cdata
   -- (that would keep the cdata alive for ever).
   local pending_close, pending_count = {}, 0
