@@ -3,7 +3,7 @@
  * lowest-free first as the kernel's IDR does, memory that follows what is
  * live (the memfd is sparse), and one mapping of a table per process however
  * many contexts of it the process holds (none for a process that only
- * imports a few blobs).
+ * imports a few blobs), and nothing of it left after the last close.
  */
 #include <stdio.h>
 #include <sys/stat.h>
@@ -25,6 +25,45 @@ static int sim_mappings(void)
 			n++;
 	fclose(f);
 	return n;
+}
+
+/* Fds of this process open on a sim memfd (contexts, and the description
+ * a process opens of its own to mark the VAR pages it maps). */
+static int sim_fds(void)
+{
+	char path[64], target[256];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len > 0) {
+			target[len] = '\0';
+			n += strstr(target, "rshare-sim0") != NULL;
+		}
+	}
+	return n;
+}
+
+/* Once every context is closed this process holds nothing of the table
+ * (no fd, no mapping), so it is gone when the other processes close
+ * theirs: the kernel frees a memfd with its last reference. */
+static void nothing_left(void)
+{
+	rshare_device *dev;
+	rshare_var *var;
+	void *a;
+
+	CHECK(sim_fds() == 0 && sim_mappings() == 0);
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	CHECK_OK(rshare_var_alloc(dev, 0, &var));
+	CHECK_OK(rshare_var_map(var, &a)); /* reopens the memfd for its page locks */
+	CHECK(sim_fds() == 2 && sim_mappings() == 2);
+	CHECK_OK(rshare_var_free(var));
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(sim_fds() == 0 && sim_mappings() == 0);
 }
 
 static long long file_bytes(int fd)
@@ -155,5 +194,6 @@ int main(void)
 	CHECK_OK(rshare_device_close(dev));
 	CHECK(sim_mappings() == 0);
 	import_without_mapping();
+	nothing_left();
 	TEST_DONE();
 }
