@@ -199,3 +199,44 @@ void case_var_unimport_once(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(b));
 	CHECK_OK(rshare_device_close(a));
 }
+
+static uint64_t field(const unsigned char *blob, size_t len, int f)
+{
+	uint64_t v = ~0ull;
+
+	CHECK_OK(rshare_blob_field(blob, len, f, &v));
+	return v;
+}
+
+/* What the blobs carry, as abi/BLOB-FORMAT.md says: on mlx5 a table id and
+ * PD numbers; on another provider nothing to check them by (0). */
+void case_identity_fields(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX], blob_b[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *c = open_dev(STANDIN_OTHER);
+	rshare_pd *pd, *pd2, *pdc;
+	size_t len, len_b;
+	uint64_t table;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd2));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_pd_export(pd2, blob_b, sizeof(blob_b), &len_b));
+	table = field(blob, len, RSHARE_FIELD_TABLE);
+	CHECK(table >> 56 == 0x48);
+	CHECK(field(blob_b, len_b, RSHARE_FIELD_TABLE) == table);
+	/* PD numbers: nonzero, one per PD, the sentinel's among them. */
+	CHECK(field(blob, len, RSHARE_FIELD_SERIAL) != 0);
+	CHECK(field(blob, len, RSHARE_FIELD_SERIAL) != field(blob_b, len_b, RSHARE_FIELD_SERIAL));
+	CHECK(field(blob, len, RSHARE_FIELD_SERIAL) - 1 != (table & 0xffffff));
+
+	REQUIRE_OK(rshare_pd_alloc(c, &pdc));
+	REQUIRE_OK(rshare_pd_export(pdc, blob, sizeof(blob), &len));
+	CHECK(field(blob, len, RSHARE_FIELD_TABLE) == 0);
+	CHECK(field(blob, len, RSHARE_FIELD_SERIAL) == 0);
+	CHECK_OK(rshare_pd_free(pdc));
+	CHECK_OK(rshare_pd_free(pd2));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}

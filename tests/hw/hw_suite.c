@@ -163,6 +163,7 @@ int main(int argc, char **argv)
 		case_handles_lowest_free(&t);
 		case_pd_handle_reused(&t);
 		case_table_identity(&t);
+		case_identity_fields(&t);
 		if (t.var_sharing) {
 			case_var_pages_device_wide(&t);
 			case_var_stale(&t);
