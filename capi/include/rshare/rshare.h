@@ -284,6 +284,14 @@ RSHARE_API int rshare_device_native(const rshare_device *dev, void **ibv_context
  * RSHARE_E_BUSY while PDs, VARs or device memory (and so MRs) made or
  * imported through dev are live in this process, or while another thread is inside a call on dev (a blocked
  * rshare_channel_send() included); the device then stays open.
+ * In a child made by fork(), which inherits the parent's handles: closing
+ * an inherited device first releases, in the child only, every PD, VAR, MR
+ * and DM of it that the child inherited (unimported as by the
+ * rshare_*_unimport functions, VAR pages unmapped in the child; nothing is
+ * freed, the parent's objects stay live and usable), then closes the
+ * child's copy of the context. Objects the child made itself still give
+ * RSHARE_E_BUSY. Calls other threads of the parent were making at the fork
+ * hold nothing in the child.
  */
 RSHARE_API int rshare_device_close(rshare_device *dev);
 

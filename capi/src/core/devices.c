@@ -292,7 +292,18 @@ int rshare_device_close(rshare_device *dev)
 	struct rs_slot *slot;
 	struct rs_device *d;
 	uint64_t pins;
-	int status = rs_retire_if_idle(dev, RS_OBJ_DEVICE, &slot, &pins);
+	int status;
+
+	/* A device inherited through fork: first let go, here only, of the
+	 * objects the child inherited with it (fork.c). */
+	if (rs_pin(dev, RS_OBJ_DEVICE, &slot) == RSHARE_OK) {
+		bool inherited = rs_slot_inherited(slot);
+		d = slot->u.dev;
+		rs_unpin(slot);
+		if (inherited)
+			rs_release_inherited(d);
+	}
+	status = rs_retire_if_idle(dev, RS_OBJ_DEVICE, &slot, &pins);
 
 	/* Every live PD, VAR and DM of the device holds a pin on it (an MR
 	 * holds its PD), as does every call on it in progress. */

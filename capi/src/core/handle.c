@@ -157,9 +157,51 @@ static void grow_release(void)
 	pthread_mutex_unlock(&grow_lock);
 }
 
+static _Atomic uint32_t fork_gen; /* forks in this process's ancestry */
+
+
+static inline bool is_object(int kind)
+{
+	return kind >= RS_OBJ_PD && kind <= RS_OBJ_DM;
+}
+
+/* In a forked child, before anything else runs: only the forking thread
+ * exists, so every pin held by another thread of the parent (in the middle
+ * of a call, which will never finish here) is void, and so is the count of
+ * an object being made or released there. Rebuild pins and counts from the
+ * live objects alone: each holds its device's pin, each MR counts in its
+ * PD. Without this a child could wait forever to release a handle that
+ * another thread of the parent was using at the fork. */
+static void fork_child(void)
+{
+	struct rs_slot *slot;
+	uint32_t cursor;
+
+	grow_release();
+	atomic_store_explicit(&fork_gen, atomic_load(&fork_gen) + 1, memory_order_relaxed);
+	for (cursor = 0; (slot = rs_slot_next(&cursor));) {
+		uint64_t st = atomic_load_explicit(&slot->state, memory_order_relaxed);
+
+		atomic_store_explicit(&slot->state, st & ~ST_PINS, memory_order_relaxed);
+		if ((st & ST_LIVE) && is_object(atomic_load(&slot->kind)))
+			atomic_store_explicit(&slot->u.obj.users, 0, memory_order_relaxed);
+	}
+	for (cursor = 0; (slot = rs_slot_next(&cursor));) {
+		uint64_t st = atomic_load_explicit(&slot->state, memory_order_relaxed);
+		struct rs_obj *obj = &slot->u.obj;
+
+		if (!(st & ST_LIVE) || (st & ST_DYING) || !is_object(atomic_load(&slot->kind)))
+			continue;
+		if (obj->dev_slot)
+			atomic_fetch_add_explicit(&obj->dev_slot->state, 1, memory_order_relaxed);
+		if (obj->parent)
+			atomic_fetch_add_explicit(&obj->parent->users, 1, memory_order_relaxed);
+	}
+}
+
 static void init_once(void)
 {
-	pthread_atfork(grow_prepare, grow_release, grow_release);
+	pthread_atfork(grow_prepare, grow_release, fork_child);
 	pthread_key_create(&cache_key, cache_flush);
 }
 
@@ -248,6 +290,7 @@ void *rs_slot_publish(struct rs_slot *slot, int kind)
 	uint64_t gen = ST_GEN(atomic_load_explicit(&slot->state, memory_order_relaxed));
 
 	atomic_store_explicit(&slot->kind, (uint8_t)kind, memory_order_relaxed);
+	slot->born = atomic_load_explicit(&fork_gen, memory_order_relaxed);
 	atomic_store_explicit(&slot->state, gen << 32 | ST_LIVE, memory_order_release);
 	return (void *)(uintptr_t)(gen << 32 | (uint64_t)kind << 28 |
 				   (uint64_t)(slot->index + 1));
@@ -371,6 +414,31 @@ void rs_retire_commit(struct rs_slot *slot)
 void rs_retire_cancel(struct rs_slot *slot)
 {
 	atomic_fetch_and(&slot->state, ~ST_DYING);
+}
+
+bool rs_slot_inherited(const struct rs_slot *slot)
+{
+	return slot->born != atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
+struct rs_slot *rs_slot_next(uint32_t *cursor)
+{
+	uint32_t n = atomic_load_explicit(&nchunks, memory_order_acquire);
+
+	if (*cursor >= n * CHUNK_SLOTS)
+		return NULL;
+	return slot_at((*cursor)++);
+}
+
+void *rs_slot_handle(struct rs_slot *slot, int kind)
+{
+	uint64_t st = atomic_load_explicit(&slot->state, memory_order_acquire);
+
+	if (!(st & ST_LIVE) || (st & ST_DYING) ||
+	    atomic_load_explicit(&slot->kind, memory_order_relaxed) != kind)
+		return NULL;
+	return (void *)(uintptr_t)((uint64_t)ST_GEN(st) << 32 | (uint64_t)kind << 28 |
+				   (uint64_t)(slot->index + 1));
 }
 
 #ifdef RSHARE_TEST_HOOKS

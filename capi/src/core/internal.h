@@ -26,6 +26,7 @@
 #include "provider.h"
 
 struct rs_blob;
+struct rs_obj_ops;
 
 /* Slot kinds (4 bits of a handle token). */
 enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3, RS_OBJ_MR = 4, RS_OBJ_DM = 5 };
@@ -50,6 +51,7 @@ struct rs_device {
  * core adds (its device, its parent, how it came here, the VAR page
  * mapping). */
 struct rs_obj {
+	const struct rs_obj_ops *ops; /* its kind's life cycle */
 	struct rs_device *dev;
 	struct rs_slot *dev_slot; /* pinned by this object while it lives; NULL
 				   * for an MR, which lives in its parent */
@@ -73,6 +75,7 @@ struct rs_slot {
 	_Atomic uint32_t next_batch; /* first slot of the next free batch, likewise */
 	_Atomic uint8_t kind;
 	uint32_t index;             /* own position, fixed at creation */
+	uint32_t born;              /* the process's fork generation when published */
 	union {
 		struct rs_device *dev; /* RS_OBJ_DEVICE */
 		struct rs_obj obj;     /* RS_OBJ_PD, _VAR, _MR, _DM */
@@ -104,6 +107,19 @@ void rs_retire_commit(struct rs_slot *slot);
  * recorded) while any pin is held instead of waiting. */
 int rs_retire_if_idle(const void *h, int kind, struct rs_slot **slot, uint64_t *pins);
 void rs_retire_cancel(struct rs_slot *slot);
+
+/* Forks (fork.c says what a forked child owns). Each fork starts a new
+ * generation in the child; in the child, every pin held by a thread of the
+ * parent (which does not exist there) is dropped, so nothing waits for it.
+ * Was the object in slot published before this process's last fork? */
+bool rs_slot_inherited(const struct rs_slot *slot);
+/* Walk every slot ever made: *cursor starts at 0; NULL at the end. */
+struct rs_slot *rs_slot_next(uint32_t *cursor);
+/* The public handle of the live object of kind in slot, NULL if none. */
+void *rs_slot_handle(struct rs_slot *slot, int kind);
+/* In a forked child: release locally (unimport) every object of dev that
+ * the child inherited, MRs before their PDs. */
+void rs_release_inherited(struct rs_device *dev);
 
 #ifdef RSHARE_TEST_HOOKS
 /* Tests only (the rshare_core_test library): give the free slot that the

@@ -46,6 +46,7 @@ static int begin(const void *parent, const struct rs_obj_ops *ops, bool imported
 	}
 	struct rs_obj *obj = &(*slot)->u.obj;
 
+	obj->ops = ops;
 	obj->imported = imported;
 	atomic_init(&obj->users, 0);
 	if (ops->parent_kind == RS_OBJ_DEVICE) {
