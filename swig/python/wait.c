@@ -8,13 +8,23 @@
  *  - a timeout (the socket's, e.g. settimeout(1)) raises TimeoutError, and
  *    a non-blocking socket raises BlockingIOError instead of waiting.
  * The C call runs once the socket is ready; an EAGAIN from it (another
- * reader was faster) goes back to waiting while time is left.
+ * reader was faster) goes back to waiting while time is left. On a
+ * non-blocking fd (any socket with a timeout) the C receive could stop in
+ * the middle of a message that is still arriving (a stream carries a 64 KiB
+ * payload in several pieces) and lose it, so it runs only once the whole
+ * message is queued: its header is peeked (no fd is installed, nothing is
+ * consumed) and FIONREAD says how much has arrived.
  */
 #include "pymodule.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "rshare/rshare.h"
@@ -61,6 +71,58 @@ static int wait_fd(int fd, short events, double deadline)
 		if (PyErr_CheckSignals() < 0)
 			return -1;
 	}
+}
+
+#define HEADER 16           /* the channel header: "RSHC", u16, u16, u32 length, u32 */
+#define PIECE_WAIT_NS 1000000L /* between looks at a message still arriving */
+
+/* Is a whole message queued on fd? Also true when what is queued is no
+ * rshare message or cannot be read: the C call then reports it. */
+static bool whole_message_queued(int fd)
+{
+	unsigned char h[HEADER];
+	ssize_t r = recv(fd, h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
+	int type = 0, queued = 0;
+	socklen_t size = sizeof(type);
+	uint32_t len;
+
+	if (r < 0)
+		return errno != EAGAIN && errno != EWOULDBLOCK;
+	if (r == 0 || memcmp(h, "RSHC", (size_t)r < 4 ? (size_t)r : 4) != 0)
+		return true; /* the peer closed, or not an rshare message */
+	if (r < HEADER) /* a stream's header still arriving; a short packet is an error */
+		return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 ||
+		       type != SOCK_STREAM;
+	len = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 |
+	      (uint32_t)h[11] << 24;
+	if (len > RSHARE_PAYLOAD_MAX || ioctl(fd, FIONREAD, &queued) != 0)
+		return true;
+	return (size_t)queued >= HEADER + (size_t)len;
+}
+
+/* Wait, on a non-blocking fd, until a whole message is queued: 0, or -1
+ * with BlockingIOError (timeout 0), TimeoutError or a signal's exception. */
+static int wait_whole_message(int fd, double timeout, double deadline)
+{
+	while (!whole_message_queued(fd)) {
+		struct timespec pause = { 0, PIECE_WAIT_NS };
+
+		if (timeout == 0) {
+			errno = EAGAIN;
+			PyErr_SetFromErrno(PyExc_OSError); /* BlockingIOError */
+			return -1;
+		}
+		if (deadline >= 0 && now() >= deadline) {
+			PyErr_SetString(PyExc_TimeoutError, "timed out");
+			return -1;
+		}
+		Py_BEGIN_ALLOW_THREADS
+		nanosleep(&pause, NULL);
+		Py_END_ALLOW_THREADS
+		if (PyErr_CheckSignals() < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* A C status after a channel call: 1 to wait and retry (EAGAIN with time
@@ -114,6 +176,8 @@ static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_s
 	deadline = timeout > 0 ? now() + timeout : -1;
 	for (;;) {
 		if (timeout != 0 && wait_fd(fd, POLLIN, deadline) < 0)
+			goto fail;
+		if (timeout >= 0 && wait_whole_message(fd, timeout, deadline) < 0)
 			goto fail;
 		Py_BEGIN_ALLOW_THREADS
 		status = rshare_channel_recv(fd, &h, buf, RSHARE_PAYLOAD_MAX, &len);

@@ -41,6 +41,40 @@ def test_recv_in_non_blocking_mode_raises_blocking_io_error():
             rshare.recv(a.fileno())
 
 
+def channel_header(length):
+    """The channel's 16-byte header (capi/src/core/channel.c): "RSHC", u16
+    version 1, u16 flags 0, u32 payload length, u32 0, little-endian."""
+    return b"RSHC" + (1).to_bytes(2, "little") + bytes(2) + length.to_bytes(4, "little") \
+        + bytes(4)
+
+
+@pytest.mark.parametrize("mode", ["timeout", "non-blocking"])
+def test_recv_waits_for_a_message_arriving_in_pieces(dev, mode):
+    """On a socket with a timeout (non-blocking underneath), a message still
+    arriving is waited for whole, never half read and lost."""
+    a, b = socket.socketpair()
+    with a, b:
+        payload = os.urandom(rshare.PAYLOAD_MAX)
+        socket.send_fds(a, [channel_header(len(payload)) + payload[:1000]], [dev.fd])
+        if mode == "non-blocking":
+            b.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                rshare.recv(b)  # nothing consumed
+            a.sendall(payload[1000:])
+            got, data = rshare.recv(b)
+        else:
+            b.settimeout(0.3)
+            with pytest.raises(TimeoutError):
+                rshare.recv(b)  # nothing consumed either
+            b.settimeout(20)
+            rest = threading.Timer(0.3, a.sendall, (payload[1000:],))
+            rest.start()
+            got, data = rshare.recv(b)
+            rest.join()
+        with got:
+            assert data == payload and got.guid == dev.guid
+
+
 def test_send_recv_over_a_multiprocessing_connection(dev):
     """Anything with fileno() works: a Pipe() end is an AF_UNIX socket."""
     import multiprocessing
