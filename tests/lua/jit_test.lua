@@ -97,6 +97,34 @@ function cases.import_and_unimport_var()
   T.eq(dev:close(), true, "close")
 end
 
+function cases.import_and_unimport_mr()
+  local dev = assert(rshare.open("sim0"))
+  local pd = assert(dev:alloc_pd())
+  local mr = assert(pd:reg_mr(4096))
+  local blob = assert(mr:export())
+  compiles("import_mr/unimport", function(n)
+    for _ = 1, n do
+      assert(pd:import_mr(blob):unimport())
+    end
+  end)
+  T.eq(mr:dereg(), true, "dereg")
+  T.eq(pd:free(), true, "free")
+  T.eq(dev:close(), true, "close")
+end
+
+function cases.import_and_unimport_dm()
+  local dev = assert(rshare.open("sim0"))
+  local dm = assert(dev:alloc_dm(4096))
+  local blob = assert(dm:export())
+  compiles("import_dm/unimport", function(n)
+    for _ = 1, n do
+      assert(dev:import_dm(blob):unimport())
+    end
+  end)
+  T.eq(dm:free(), true, "free")
+  T.eq(dev:close(), true, "close")
+end
+
 function cases.alloc_and_free_pd()
   local dev = assert(rshare.open("sim0"))
   compiles("alloc_pd/free", function(n)
