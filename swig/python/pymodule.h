@@ -6,7 +6,9 @@
  *              finalization in tp_dealloc, the import fast path, what a
  *              forked child owns);
  *   wait.c     the blocking channel calls: interruptible, GIL released,
- *              honouring the socket's timeout.
+ *              honouring the socket's timeout;
+ *   broker.c   the broker calls (blocking too: GIL released, attach
+ *              interruptible).
  * rshare_python.i calls rs_py_init() from the module's init function.
  */
 #ifndef RSHARE_PYMODULE_H
@@ -36,6 +38,10 @@ RS_PY_HIDDEN int rs_py_objects_init(PyObject *module);
 
 /* wait.c */
 RS_PY_HIDDEN extern PyMethodDef rs_py_wait_methods[];
+
+/* broker.c: the broker calls and their constants (since 1.1). */
+RS_PY_HIDDEN extern PyMethodDef rs_py_broker_methods[];
+RS_PY_HIDDEN int rs_py_broker_init(PyObject *module);
 
 /* All of the above, added to the module; -1 with an exception on failure. */
 RS_PY_HIDDEN int rs_py_init(PyObject *module);

@@ -8,7 +8,9 @@ between processes.
         # multiprocessing): dev.import_pd(blob)
 
 Objects: Device (rshare.open, Device.from_fd, rshare.recv), PD, Var and DM
-(Device.alloc_*/import_*), MR (PD.reg_mr/import_mr). Errors: rshare.Error and one subclass per C
+(Device.alloc_*/import_*), MR (PD.reg_mr/import_mr). Named shares:
+rshare.serve (a broker in this process), rshare.publish, rshare.attach,
+rshare.shares. Errors: rshare.Error and one subclass per C
 status. The compiled layer is rshare._rshare (SWIG over rshare.h).
 """
 
@@ -24,6 +26,7 @@ from ._objects import PD, Var, MR, DM, Access, MRAttrs
 from ._device import Caps, Device, DeviceInfo, devices
 from ._device import open as open  # public, but left out of __all__ (see below)
 from ._channel import send, recv
+from ._broker import Broker, Share, Attached, serve, publish, attach, shares, withdraw
 
 #: The C library's version, "MAJOR.MINOR.PATCH".
 __version__: str = _rshare.version()
@@ -59,6 +62,7 @@ __all__ = [
     "__version__", "version_info", "VersionInfo", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
     "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "devices",
     "send", "recv",
+    "Broker", "Share", "Attached", "serve", "publish", "attach", "shares", "withdraw",
     "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",

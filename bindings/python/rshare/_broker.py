@@ -1,0 +1,253 @@
+"""Named shares through a broker: processes that share no ancestry find a
+device and its objects by name.
+
+    with rshare.serve():                          # or run `rshare serve`
+        with rshare.open() as dev, dev.alloc_pd() as pd, dev.alloc_var() as var:
+            with rshare.publish("team/exp1", dev, pd=pd, var=var):
+                ...                               # while this block runs
+
+    # in any other process of the same user (or one the share allows):
+    with rshare.attach("team/exp1", timeout=10) as share:
+        share.var.map()[0:4] = b"ping"            # the objects, imported
+
+The payload of a share is its blobs, concatenated. Every call blocks
+without the interpreter lock; attach() waits interruptibly (Ctrl-C) for a
+name that is not yet published. Endpoints: None is the default
+($RSHARE_BROKER, $XDG_RUNTIME_DIR/rshare/broker.sock, ...; docs/broker.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import _rshare as _c
+from ._blob import kind as _blob_kind
+from ._device import Device
+from ._errors import Error
+from ._objects import PD, Var
+
+__all__ = ["Broker", "Share", "Attached", "serve", "publish", "attach", "shares",
+           "withdraw", "default_endpoint"]
+
+_Objects = Union[None, PD, Var, Sequence[Any]]
+
+
+def default_endpoint() -> str:
+    """The socket path an endpoint of None means for this process."""
+    return _c.broker_endpoint(None)
+
+
+class Broker:
+    """A broker embedded in this process (a thread); serve() makes one.
+    ``stop()`` (or leaving the ``with`` block) withdraws every share it
+    holds; attachers keep what they attached."""
+
+    __slots__ = ("_h", "endpoint")
+
+    def __init__(self, endpoint: Optional[str] = None) -> None:
+        self._h: Optional[int] = _c.broker_start(endpoint)
+        #: The socket path it listens on.
+        self.endpoint: str = _c.broker_endpoint(self._h)
+
+    def stop(self) -> None:
+        """Stop serving (idempotent)."""
+        h, self._h = self._h, None
+        if h is not None:
+            _c.broker_stop(h)
+
+    @property
+    def running(self) -> bool:
+        return self._h is not None
+
+    def __enter__(self) -> "Broker":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __del__(self) -> None:
+        try:
+            self.stop()
+        except Exception:  # interpreter shutdown, a forked child
+            pass
+
+    def __repr__(self) -> str:
+        return f"<rshare.Broker {self.endpoint} {'running' if self._h else 'stopped'}>"
+
+
+def serve(endpoint: Optional[str] = None) -> Broker:
+    """Start a broker in this process: ``with rshare.serve() as broker:``.
+    Busy if a live broker already serves the endpoint."""
+    return Broker(endpoint)
+
+
+def _as_list(objs: _Objects) -> List[Any]:
+    if objs is None:
+        return []
+    if isinstance(objs, (PD, Var)):
+        return [objs]
+    return list(objs)
+
+
+class Share:
+    """A share this process published. It lives while this handle does
+    (or, persistent, until withdrawn); ``withdraw()`` or leaving the
+    ``with`` block withdraws it."""
+
+    __slots__ = ("_h", "name", "endpoint", "persistent", "payload")
+
+    def __init__(self, handle: int, name: str, endpoint: Optional[str], persistent: bool,
+                 payload: bytes) -> None:
+        self._h: Optional[int] = handle
+        self.name = name
+        self.endpoint = endpoint
+        self.persistent = persistent
+        self.payload = payload
+
+    def withdraw(self) -> None:
+        """Withdraw the share (idempotent; a share already gone is fine)."""
+        h, self._h = self._h, None
+        if h is not None:
+            _c.broker_withdraw(h)
+
+    @property
+    def published(self) -> bool:
+        return self._h is not None
+
+    def __enter__(self) -> "Share":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.withdraw()
+
+    def __del__(self) -> None:
+        # A default share goes with its handle. A persistent one outlives
+        # it: its connection is left to the process's exit.
+        if not self.persistent:
+            try:
+                self.withdraw()
+            except Exception:
+                pass
+
+    def __repr__(self) -> str:
+        state = "published" if self._h is not None else "withdrawn"
+        return f"<rshare.Share {self.name!r} {state}{' persistent' if self.persistent else ''}>"
+
+
+def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *,
+            blobs: Iterable[bytes] = (), persistent: bool = False,
+            allow_uids: Iterable[int] = (), allow_gids: Iterable[int] = (),
+            endpoint: Optional[str] = None) -> Share:
+    """Publish ``dev`` and the objects (a PD, a Var or sequences of them,
+    exported here; ``blobs`` adds blobs already exported) under ``name``.
+    Attach is allowed to this uid, root, ``allow_uids`` and members of
+    ``allow_gids``. Busy if the name is taken."""
+    if not isinstance(dev, Device):
+        raise TypeError(f"publish() expects a Device, not {type(dev).__name__}")
+    parts = [obj.export() for obj in _as_list(pd) + _as_list(var)]
+    parts += [bytes(b) for b in blobs]
+    payload = b"".join(parts)
+    handle = _c.broker_publish(endpoint, name, dev, payload, bool(persistent),
+                               tuple(allow_uids), tuple(allow_gids))
+    return Share(handle, name, endpoint, bool(persistent), payload)
+
+
+def split_blobs(payload: bytes) -> Optional[List[bytes]]:
+    """The blobs a payload is made of, or None if it is not a sequence of
+    valid blobs (each blob states its length in bytes 8-9)."""
+    out, off = [], 0
+    while off < len(payload):
+        if len(payload) - off < 10:
+            return None
+        n = int.from_bytes(payload[off + 8:off + 10], "little")
+        blob = payload[off:off + n]
+        if n == 0 or len(blob) != n:
+            return None
+        try:
+            _blob_kind(blob)
+        except Error:
+            return None
+        out.append(blob)
+        off += n
+    return out
+
+
+class Attached:
+    """What attach() gives: ``device`` (a new Device), the raw ``payload``,
+    its ``blobs`` (None when the payload is not blobs) and, imported on
+    ``device``, the objects: ``pds``, ``vars`` and ``pd`` / ``var`` (the
+    first of each, or None). ``close()`` (or leaving the ``with`` block)
+    unimports them and closes the device."""
+
+    def __init__(self, name: str, device: Device, payload: bytes, import_objects: bool) -> None:
+        self.name = name
+        self.device = device
+        self.payload = payload
+        self.blobs = split_blobs(payload)
+        self.pds: List[PD] = []
+        self.vars: List[Var] = []
+        if import_objects and self.blobs:
+            try:
+                for blob in self.blobs:
+                    k = _blob_kind(blob)
+                    if k == "pd":
+                        self.pds.append(device.import_pd(blob))
+                    elif k == "var":
+                        self.vars.append(device.import_var(blob))
+            except BaseException:
+                self.close()
+                raise
+
+    @property
+    def pd(self) -> Optional[PD]:
+        return self.pds[0] if self.pds else None
+
+    @property
+    def var(self) -> Optional[Var]:
+        return self.vars[0] if self.vars else None
+
+    def close(self) -> None:
+        """Unimport the objects, then close the device (idempotent)."""
+        for obj in self.vars + self.pds:
+            try:
+                obj.unimport()
+            except Error:
+                pass  # already unimported, or freed by its owner
+        self.pds, self.vars = [], []
+        if not self.device.closed:
+            self.device.close()
+
+    def __enter__(self) -> "Attached":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<rshare.Attached {self.name!r} {len(self.pds)} PD(s) "
+                f"{len(self.vars)} VAR(s) payload={len(self.payload)}B>")
+
+
+def attach(name: str, timeout: Optional[float] = None, *, endpoint: Optional[str] = None,
+           import_objects: bool = True) -> Attached:
+    """Attach to the share called ``name``: its device and its objects,
+    imported (``import_objects=False``: the raw blobs only). Waits up to
+    ``timeout`` seconds (None: no limit, 0: no wait) for the name to be
+    published, interruptibly; NotFound if it was not, PermissionDenied if
+    the share's policy refuses this process."""
+    dev, payload = _c.broker_attach(endpoint, name, timeout)
+    return Attached(name, dev, payload, import_objects)
+
+
+def shares(endpoint: Optional[str] = None) -> List[Dict[str, Any]]:
+    """What the broker holds: a list of {name, owner_uid, owner_pid,
+    persistent, payload_size, blobs, attaches, created}."""
+    result: List[Dict[str, Any]] = json.loads(_c.broker_list(endpoint))
+    return result
+
+
+def withdraw(name: str, endpoint: Optional[str] = None) -> None:
+    """Withdraw a share by name (its owner's uid or root), e.g. a
+    persistent one."""
+    _c.broker_withdraw_name(endpoint, name)
