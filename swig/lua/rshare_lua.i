@@ -385,3 +385,6 @@ static int rshare_lua_mem_write(lua_State *L)
 	return 0;
 }
 %}
+
+/* ---- the broker (since 1.1) ---------------------------------------------- */
+%include "lua/broker_lua.i"

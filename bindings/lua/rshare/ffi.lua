@@ -302,4 +302,5 @@ end
 local M = objects.build(B)
 M.C = C -- the raw library namespace, for callers that need the bare ABI
 M.library = library_path -- the path (or soname) the library was loaded from
+require("rshare.broker").extend(M) -- named shares (since 1.1)
 return M

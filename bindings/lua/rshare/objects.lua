@@ -725,6 +725,9 @@ function objects.build(B)
     return new_device(h), payload
   end
 
+  -- For rshare/broker.lua: a device handle the library made (an attach).
+  function M._adopt_device(h) return adopt(new_device, nil, OK, h) end
+
   -- Constants, for callers that do not want to spell numbers.
   M.VAR_FLAG_TLP, M.BLOB_MAX = B.VAR_FLAG_TLP, B.BLOB_MAX
   M.TEXT_MAX, M.PAYLOAD_MAX = B.TEXT_MAX, B.PAYLOAD_MAX

@@ -68,4 +68,5 @@ end
 
 local M = objects.build(B)
 M.core = core -- the raw SWIG module, for callers that need the bare ABI
+require("rshare.broker").extend(M) -- named shares (since 1.1)
 return M

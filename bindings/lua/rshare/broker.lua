@@ -1,0 +1,305 @@
+-- rshare.broker: named shares through a broker, for both Lua modules
+-- (rshare.swig under Lua 5.4, rshare.ffi under LuaJIT). Each module calls
+-- broker.extend(M) at load time; the functions then are rshare.serve,
+-- rshare.publish, rshare.attach, rshare.shares and rshare.withdraw, with the
+-- module's conventions: a value, or nil, message, code (docs/lua.md,
+-- docs/broker.md).
+--
+--   local broker = assert(rshare.serve())                 -- or `rshare serve`
+--   local share = assert(rshare.publish("team/exp1", dev, { pd = pd, var = var }))
+--   -- in another process:
+--   local s = assert(rshare.attach("team/exp1", { timeout = 10 }))
+--   s.var:map():write(0, "hi"); s:close()
+--
+-- attach waits in calls of at most SLICE_MS, so the interpreter's Ctrl-C
+-- handler (lua, luajit) interrupts a wait between two of them.
+local util = require "rshare.util"
+
+local broker = {}
+
+local SLICE_MS = 100
+
+-- The C calls, status first, for each backend (the same shapes as
+-- swig/lua/broker_lua.i's natives).
+local function ffi_backend(C)
+  local ffi = require "ffi"
+  local h_cell = ffi.new("void *[1]")
+  local dev_cell = ffi.new("rshare_device *[1]")
+  local size_cell = ffi.new("size_t[1]")
+  local path = ffi.new("char[256]")
+  local payload -- RSHARE_PAYLOAD_MAX bytes, made by the first attach
+  local R = {}
+
+  local function token(h) return ffi.cast("void *", ffi.cast("uintptr_t", h)) end
+
+  function R.broker_start(ep)
+    local st = C.rshare_broker_start(ep, ffi.cast("rshare_broker **", h_cell))
+    return st, ffi.cast("uintptr_t", h_cell[0])
+  end
+  function R.broker_stop(h) return C.rshare_broker_stop(token(h)) end
+  function R.broker_endpoint(h)
+    local st = h == nil and C.rshare_broker_default_endpoint(path, 256, size_cell)
+               or C.rshare_broker_endpoint(token(h), path, 256, size_cell)
+    if st ~= 0 then return st end
+    return st, ffi.string(path, size_cell[0])
+  end
+  function R.broker_publish(ep, name, dev_h, bytes, persistent, uids, gids)
+    local o = ffi.new("rshare_publish_opts")
+    o.size = ffi.sizeof(o)
+    o.flags = persistent and C.RSHARE_PUBLISH_PERSISTENT or 0
+    local u = ffi.new("uint32_t[?]", #uids + 1)
+    local g = ffi.new("uint32_t[?]", #gids + 1)
+    for i, v in ipairs(uids) do u[i - 1] = v end
+    for i, v in ipairs(gids) do g[i - 1] = v end
+    o.n_uids, o.uids, o.n_gids, o.gids = #uids, u, #gids, g
+    local st = C.rshare_broker_publish(ep, name, dev_h, bytes, #bytes, o,
+                                       ffi.cast("rshare_share **", h_cell))
+    return st, ffi.cast("uintptr_t", h_cell[0])
+  end
+  function R.broker_withdraw(h) return C.rshare_broker_withdraw(token(h)) end
+  function R.broker_withdraw_name(ep, name) return C.rshare_broker_withdraw_name(ep, name) end
+  function R.broker_attach(ep, name, ms)
+    payload = payload or ffi.new("uint8_t[?]", C.RSHARE_PAYLOAD_MAX)
+    local st = C.rshare_broker_attach(ep, name, ms, dev_cell, payload, C.RSHARE_PAYLOAD_MAX,
+                                      size_cell)
+    if st ~= 0 then return st end
+    return st, dev_cell[0], ffi.string(payload, size_cell[0])
+  end
+  function R.broker_list(ep)
+    local cap = 4096
+    while true do
+      local buf = ffi.new("char[?]", cap)
+      local st = C.rshare_broker_list(ep, buf, cap, size_cell)
+      if st == 0 then return st, ffi.string(buf, size_cell[0]) end
+      if st ~= C.RSHARE_E_NOSPACE then return st end
+      cap = tonumber(size_cell[0]) + 4096 -- it may grow before the next call
+    end
+  end
+  R.NOT_FOUND = C.RSHARE_E_NOT_FOUND
+  R.NAME_MAX, R.IDS_MAX = C.RSHARE_SHARE_NAME_MAX, C.RSHARE_SHARE_IDS_MAX
+  return R
+end
+
+local function swig_backend(core)
+  return {
+    broker_start = core.broker_start, broker_stop = core.broker_stop,
+    broker_endpoint = core.broker_endpoint, broker_publish = core.broker_publish,
+    broker_withdraw = core.broker_withdraw, broker_withdraw_name = core.broker_withdraw_name,
+    broker_attach = core.broker_attach, broker_list = core.broker_list,
+    NOT_FOUND = core.RSHARE_E_NOT_FOUND, NAME_MAX = 255, IDS_MAX = 64,
+  }
+end
+
+-- A finalizer for a table under both Lua 5.4 (__gc on the table) and
+-- LuaJIT (which ignores it there: a proxy userdata carries it).
+local function on_collect(obj, mt, fn)
+  mt.__gc = fn
+  if newproxy then
+    obj._gc = newproxy(true)
+    getmetatable(obj._gc).__gc = function() fn(obj) end
+  end
+  return setmetatable(obj, mt)
+end
+
+function broker.extend(M)
+  local R = M.C and ffi_backend(M.C) or swig_backend(M.core)
+
+  local function fail(st) return nil, M.last_error(), M.status_name(st) end
+
+  local function opt_string(v, fname, i)
+    if v ~= nil then util.check_type(v, "string", fname, i) end
+    return v
+  end
+
+  local function ids(list, fname, what)
+    list = list or {}
+    util.check_type(list, "table", fname, what)
+    if #list > R.IDS_MAX then error(("rshare.%s: at most %d %s"):format(fname, R.IDS_MAX, what), 3) end
+    for _, v in ipairs(list) do util.check_int(v, fname, 3, 0) end
+    return list
+  end
+
+  ------------------------------------------------------------------ brokers
+  local Broker = { __name = "rshare.Broker" }
+  Broker.__index = Broker
+
+  -- A broker in this process (a thread). nil, msg, "RSHARE_E_BUSY" if a
+  -- live broker serves the endpoint.
+  function M.serve(endpoint)
+    opt_string(endpoint, "serve", 1)
+    local st, h = R.broker_start(endpoint)
+    if st ~= 0 then return fail(st) end
+    local _, path = R.broker_endpoint(h)
+    return on_collect({ h = h, endpoint = path }, Broker, function(b) b:stop() end)
+  end
+
+  -- Stop serving: every share it holds is withdrawn. True; idempotent.
+  function Broker:stop()
+    local h = self.h
+    if h == nil then return true end
+    self.h = nil
+    local st = R.broker_stop(h)
+    if st ~= 0 then return fail(st) end
+    return true
+  end
+
+  function Broker:running() return self.h ~= nil end
+  function Broker:__tostring() return ("rshare.Broker(%s)"):format(self.endpoint) end
+
+  ------------------------------------------------------------------- shares
+  local Share = { __name = "rshare.Share" }
+  Share.__index = Share
+
+  local function as_list(v)
+    if v == nil then return {} end
+    if getmetatable(v) and v.export then return { v } end
+    return v
+  end
+
+  -- publish(name, dev[, opts]): opts.pd, opts.var (an object or a list),
+  -- opts.blobs (exported blobs), opts.persistent, opts.allow_uids,
+  -- opts.allow_gids, opts.endpoint. The share lives until share:withdraw()
+  -- (or the share is collected), or, persistent, until withdrawn by name.
+  function M.publish(name, dev, opts)
+    util.check_type(name, "string", "publish", 1)
+    if type(dev) ~= "table" or dev.h == nil then
+      error("rshare.publish: bad argument #2 (device expected)", 2)
+    end
+    opts = opts or {}
+    util.check_type(opts, "table", "publish", 3)
+    local parts = {}
+    for _, key in ipairs({ "pd", "var" }) do
+      for _, obj in ipairs(as_list(opts[key])) do
+        local blob, msg, code = obj:export()
+        if not blob then return nil, msg, code end
+        parts[#parts + 1] = blob
+      end
+    end
+    for _, blob in ipairs(opts.blobs or {}) do parts[#parts + 1] = blob end
+    local payload = table.concat(parts)
+    local st, h = R.broker_publish(opt_string(opts.endpoint, "publish", 3), name, dev.h, payload,
+                                   opts.persistent and true or false,
+                                   ids(opts.allow_uids, "publish", "allow_uids"),
+                                   ids(opts.allow_gids, "publish", "allow_gids"))
+    if st ~= 0 then return fail(st) end
+    local persistent = opts.persistent and true or false
+    return on_collect({ h = h, name = name, persistent = persistent, payload = payload, dev = dev },
+                      Share, function(s) if not s.persistent then s:withdraw() end end)
+  end
+
+  -- Withdraw it (a share already gone is fine). True; idempotent.
+  function Share:withdraw()
+    local h = self.h
+    if h == nil then return true end
+    self.h = nil
+    local st = R.broker_withdraw(h)
+    if st ~= 0 then return fail(st) end
+    return true
+  end
+
+  function Share:__tostring() return ("rshare.Share(%s)"):format(self.name) end
+
+  ---------------------------------------------------------------- attaching
+  local Attached = { __name = "rshare.Attached" }
+  Attached.__index = Attached
+
+  -- The blobs a payload is made of (each states its length in bytes 9-10),
+  -- or nil if it is not a sequence of valid blobs.
+  local function split_blobs(payload)
+    local out, off = {}, 1
+    while off <= #payload do
+      if #payload - off + 1 < 10 then return nil end
+      local n = payload:byte(off + 8) + 256 * payload:byte(off + 9)
+      local blob = payload:sub(off, off + n - 1)
+      if n == 0 or #blob ~= n or not M.kind(blob) then return nil end
+      out[#out + 1] = blob
+      off = off + n
+    end
+    return out
+  end
+
+  -- attach(name[, opts]): opts.timeout in seconds (nil: no limit, 0: do not
+  -- wait), opts.endpoint, opts.import (false: the raw blobs only). Returns a
+  -- table: device, payload, blobs, pds, vars, pd, var (the first of each),
+  -- and close() (unimports the objects, closes the device).
+  function M.attach(name, opts)
+    util.check_type(name, "string", "attach", 1)
+    opts = opts or {}
+    util.check_type(opts, "table", "attach", 2)
+    local endpoint = opt_string(opts.endpoint, "attach", 2)
+    local left = opts.timeout and math.floor(opts.timeout * 1000 + 0.5) or nil
+    if left and left < 0 then error("rshare.attach: timeout must be nil or >= 0", 2) end
+    local st, h, payload
+    repeat
+      local slice = left == nil and SLICE_MS or math.min(left, SLICE_MS)
+      st, h, payload = R.broker_attach(endpoint, name, slice)
+      if left then left = left - slice end
+    until st ~= R.NOT_FOUND or (left and left <= 0)
+    if st ~= 0 then return fail(st) end
+    local dev = M._adopt_device(h)
+    local a = setmetatable({ name = name, device = dev, payload = payload,
+                             blobs = split_blobs(payload), pds = {}, vars = {} }, Attached)
+    if opts.import ~= false and a.blobs then
+      for _, blob in ipairs(a.blobs) do
+        local kind = M.kind(blob)
+        local obj, msg, code
+        if kind == "pd" then
+          obj, msg, code = dev:import_pd(blob)
+          a.pds[#a.pds + 1] = obj
+        elseif kind == "var" then
+          obj, msg, code = dev:import_var(blob)
+          a.vars[#a.vars + 1] = obj
+        else
+          obj = true
+        end
+        if not obj then a:close(); return nil, msg, code end
+      end
+    end
+    a.pd, a.var = a.pds[1], a.vars[1]
+    return a
+  end
+
+  function Attached:close()
+    for _, list in ipairs({ self.vars, self.pds }) do
+      for _, obj in ipairs(list) do obj:unimport() end
+    end
+    self.pds, self.vars, self.pd, self.var = {}, {}, nil, nil
+    if self.device then
+      self.device:close()
+      self.device = nil
+    end
+    return true
+  end
+
+  function Attached:__tostring() return ("rshare.Attached(%s)"):format(self.name) end
+
+  ----------------------------------------------------------------- the rest
+  -- The shares a broker holds: a list of tables (name, owner_uid,
+  -- owner_pid, persistent, payload_size, blobs, attaches, created).
+  function M.shares(endpoint)
+    opt_string(endpoint, "shares", 1)
+    local st, json = R.broker_list(endpoint)
+    if st ~= 0 then return fail(st) end
+    return util.json_decode(json)
+  end
+
+  -- Withdraw a share by name (its owner's uid or root).
+  function M.withdraw(name, endpoint)
+    util.check_type(name, "string", "withdraw", 1)
+    local st = R.broker_withdraw_name(opt_string(endpoint, "withdraw", 2), name)
+    if st ~= 0 then return fail(st) end
+    return true
+  end
+
+  -- The socket path an endpoint of nil means here.
+  function M.default_endpoint()
+    local st, path = R.broker_endpoint(nil)
+    if st ~= 0 then return fail(st) end
+    return path
+  end
+
+  M.SHARE_NAME_MAX, M.SHARE_IDS_MAX = R.NAME_MAX, R.IDS_MAX
+  return M
+end
+
+return broker

@@ -1,0 +1,173 @@
+/*
+ * The broker for Lua 5.4 (since 1.1), hand-written like var_read: the
+ * options struct is built here from Lua tables. Same convention as the rest
+ * of rshare.core: the status first, then the out values. Broker and share
+ * handles are integers (generation-checked tokens, safe to pass back); a
+ * device comes back as the same SWIG userdata device_open gives. The thin
+ * layer (rshare/broker.lua) waits for a name in short attach calls, so that
+ * the interpreter's Ctrl-C handler gets to run between them.
+ *   broker_start(endpoint|nil) -> st, broker
+ *   broker_stop(broker) -> st
+ *   broker_endpoint(broker|nil) -> st, path      (nil: the default endpoint)
+ *   broker_publish(endpoint, name, dev, payload, persistent, uids, gids) -> st, share
+ *   broker_withdraw(share) -> st
+ *   broker_withdraw_name(endpoint, name) -> st
+ *   broker_attach(endpoint, name, timeout_ms) -> st, dev, payload
+ *   broker_list(endpoint) -> st, json
+ */
+%native(broker_start) int rshare_lua_broker_start(lua_State *L);
+%native(broker_stop) int rshare_lua_broker_stop(lua_State *L);
+%native(broker_endpoint) int rshare_lua_broker_endpoint(lua_State *L);
+%native(broker_publish) int rshare_lua_broker_publish(lua_State *L);
+%native(broker_withdraw) int rshare_lua_broker_withdraw(lua_State *L);
+%native(broker_withdraw_name) int rshare_lua_broker_withdraw_name(lua_State *L);
+%native(broker_attach) int rshare_lua_broker_attach(lua_State *L);
+%native(broker_list) int rshare_lua_broker_list(lua_State *L);
+%{
+static void *rshare_lua_token(lua_State *L, int i)
+{
+	return (void *)(uintptr_t)(lua_Unsigned)luaL_checkinteger(L, i);
+}
+
+static int rshare_lua_broker_start(lua_State *L)
+{
+	rshare_broker *b = NULL;
+	int st = rshare_broker_start(luaL_optstring(L, 1, NULL), &b);
+
+	lua_pushinteger(L, st);
+	lua_pushinteger(L, (lua_Integer)(uintptr_t)b);
+	return 2;
+}
+
+static int rshare_lua_broker_stop(lua_State *L)
+{
+	lua_pushinteger(L, rshare_broker_stop(rshare_lua_token(L, 1)));
+	return 1;
+}
+
+static int rshare_lua_broker_endpoint(lua_State *L)
+{
+	char path[256];
+	size_t n = 0;
+	int st = lua_isnoneornil(L, 1)
+		 ? rshare_broker_default_endpoint(path, sizeof(path), &n)
+		 : rshare_broker_endpoint(rshare_lua_token(L, 1), path, sizeof(path), &n);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	lua_pushlstring(L, path, n);
+	return 2;
+}
+
+/* A Lua array of at most RSHARE_SHARE_IDS_MAX ids (nil: none), or raise. */
+static uint32_t rshare_lua_ids(lua_State *L, int i, uint32_t *ids)
+{
+	lua_Integer n;
+
+	if (lua_isnoneornil(L, i))
+		return 0;
+	luaL_checktype(L, i, LUA_TTABLE);
+	n = luaL_len(L, i);
+	if (n > RSHARE_SHARE_IDS_MAX)
+		luaL_argerror(L, i, "too many ids (at most 64)");
+	for (lua_Integer k = 1; k <= n; k++) {
+		int isint;
+		lua_Integer v;
+		lua_geti(L, i, k);
+		v = lua_tointegerx(L, -1, &isint);
+		if (!isint || v < 0 || v > UINT32_MAX)
+			luaL_argerror(L, i, "ids must be integers in 0..2^32-1");
+		ids[k - 1] = (uint32_t)v;
+		lua_pop(L, 1);
+	}
+	return (uint32_t)n;
+}
+
+static int rshare_lua_broker_publish(lua_State *L)
+{
+	uint32_t uids[RSHARE_SHARE_IDS_MAX], gids[RSHARE_SHARE_IDS_MAX];
+	rshare_publish_opts o = { .size = sizeof(o), .uids = uids, .gids = gids };
+	const char *endpoint = luaL_optstring(L, 1, NULL), *name = luaL_checkstring(L, 2);
+	rshare_device *dev = NULL;
+	rshare_share *share = NULL;
+	size_t len = 0;
+	const char *payload;
+	int st;
+
+	if (!SWIG_IsOK(SWIG_ConvertPtr(L, 3, (void **)&dev, SWIGTYPE_p_rshare_device, 0)))
+		return luaL_argerror(L, 3, "device handle expected");
+	payload = luaL_optlstring(L, 4, "", &len);
+	o.flags = lua_toboolean(L, 5) ? RSHARE_PUBLISH_PERSISTENT : 0;
+	o.n_uids = rshare_lua_ids(L, 6, uids);
+	o.n_gids = rshare_lua_ids(L, 7, gids);
+	st = rshare_broker_publish(endpoint, name, dev, payload, len, &o, &share);
+	lua_pushinteger(L, st);
+	lua_pushinteger(L, (lua_Integer)(uintptr_t)share);
+	return 2;
+}
+
+static int rshare_lua_broker_withdraw(lua_State *L)
+{
+	lua_pushinteger(L, rshare_broker_withdraw(rshare_lua_token(L, 1)));
+	return 1;
+}
+
+static int rshare_lua_broker_withdraw_name(lua_State *L)
+{
+	lua_pushinteger(L, rshare_broker_withdraw_name(luaL_optstring(L, 1, NULL),
+						       luaL_checkstring(L, 2)));
+	return 1;
+}
+
+static int rshare_lua_broker_attach(lua_State *L)
+{
+	const char *endpoint = luaL_optstring(L, 1, NULL), *name = luaL_checkstring(L, 2);
+	lua_Integer timeout = luaL_optinteger(L, 3, 0);
+	rshare_device *dev = NULL;
+	size_t len = 0;
+	char *buf = malloc(RSHARE_PAYLOAD_MAX);
+	int st;
+
+	if (!buf)
+		return luaL_error(L, "rshare: out of memory");
+	st = rshare_broker_attach(endpoint, name,
+				  timeout < 0 ? -1 : timeout > INT_MAX ? INT_MAX : (int)timeout,
+				  &dev, buf, RSHARE_PAYLOAD_MAX, &len);
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK) {
+		free(buf);
+		return 1;
+	}
+	SWIG_NewPointerObj(L, (void *)dev, SWIGTYPE_p_rshare_device, 0);
+	lua_pushlstring(L, buf, len);
+	free(buf);
+	return 3;
+}
+
+static int rshare_lua_broker_list(lua_State *L)
+{
+	const char *endpoint = luaL_optstring(L, 1, NULL);
+	size_t cap = 4096, len = 0;
+	char *buf = NULL;
+	int st;
+
+	for (;;) {
+		char *bigger = realloc(buf, cap);
+		if (!bigger) {
+			free(buf);
+			return luaL_error(L, "rshare: out of memory");
+		}
+		buf = bigger;
+		st = rshare_broker_list(endpoint, buf, cap, &len);
+		if (st != RSHARE_E_NOSPACE)
+			break;
+		cap = len + 4096;
+	}
+	lua_pushinteger(L, st);
+	if (st == RSHARE_OK)
+		lua_pushlstring(L, buf, len);
+	free(buf);
+	return st == RSHARE_OK ? 2 : 1;
+}
+%}
