@@ -291,3 +291,19 @@ def test_default_endpoint_follows_the_environment(monkeypatch):
     monkeypatch.delenv("RSHARE_BROKER")
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     assert rshare._broker.default_endpoint() == "/run/user/1000/rshare/broker.sock"
+
+
+def test_mr_and_dm_travel_with_their_pd(endpoint):
+    with rshare.serve(endpoint), rshare.open("sim0") as dev, dev.alloc_pd() as pd:
+        buf = bytearray(4096)
+        with pd.reg_mr(buf) as mr, dev.alloc_dm(4096) as dm:
+            dm.write(0, b"dm bytes")
+            with rshare.publish("py/mem", dev, pd=pd, mr=mr, dm=dm, endpoint=endpoint):
+                assert rshare.shares(endpoint)[0]["blobs"] == ["pd", "mr", "dm"]
+                code = """
+                    import sys, rshare
+                    with rshare.attach("py/mem", endpoint=sys.argv[1]) as s:
+                        print(s.pd.handle, len(s.mrs), s.mrs[0].attrs().rkey, s.dms[0].read(0, 8))
+                """
+                out = finish(child(code, endpoint)).split()
+                assert out == [str(pd.handle), "1", str(mr.attrs().rkey), "b'dm", "bytes'"]

@@ -25,12 +25,12 @@ from . import _rshare as _c
 from ._blob import kind as _blob_kind
 from ._device import Device
 from ._errors import Error
-from ._objects import PD, Var
+from ._objects import PD, Var, MR, DM
 
 __all__ = ["Broker", "Share", "Attached", "serve", "publish", "attach", "shares",
            "withdraw", "default_endpoint"]
 
-_Objects = Union[None, PD, Var, Sequence[Any]]
+_Objects = Union[None, PD, Var, MR, DM, Sequence[Any]]
 
 
 def default_endpoint() -> str:
@@ -85,7 +85,7 @@ def serve(endpoint: Optional[str] = None) -> Broker:
 def _as_list(objs: _Objects) -> List[Any]:
     if objs is None:
         return []
-    if isinstance(objs, (PD, Var)):
+    if isinstance(objs, (PD, Var, MR, DM)):
         return [objs]
     return list(objs)
 
@@ -136,16 +136,18 @@ class Share:
 
 
 def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *,
+            mr: _Objects = None, dm: _Objects = None,
             blobs: Iterable[bytes] = (), persistent: bool = False,
             allow_uids: Iterable[int] = (), allow_gids: Iterable[int] = (),
             endpoint: Optional[str] = None) -> Share:
-    """Publish ``dev`` and the objects (a PD, a Var or sequences of them,
-    exported here; ``blobs`` adds blobs already exported) under ``name``.
+    """Publish ``dev`` and the objects (``pd``, ``var``, ``mr``, ``dm``: an
+    object or a sequence, exported here; ``blobs`` adds blobs already
+    exported) under ``name``.
     Attach is allowed to this uid, root, ``allow_uids`` and members of
     ``allow_gids``. Busy if the name is taken."""
     if not isinstance(dev, Device):
         raise TypeError(f"publish() expects a Device, not {type(dev).__name__}")
-    parts = [obj.export() for obj in _as_list(pd) + _as_list(var)]
+    parts = [obj.export() for obj in _as_list(pd) + _as_list(var) + _as_list(mr) + _as_list(dm)]
     parts += [bytes(b) for b in blobs]
     payload = b"".join(parts)
     handle = _c.broker_publish(endpoint, name, dev, payload, bool(persistent),
@@ -176,8 +178,9 @@ def split_blobs(payload: bytes) -> Optional[List[bytes]]:
 class Attached:
     """What attach() gives: ``device`` (a new Device), the raw ``payload``,
     its ``blobs`` (None when the payload is not blobs) and, imported on
-    ``device``, the objects: ``pds``, ``vars`` and ``pd`` / ``var`` (the
-    first of each, or None). ``close()`` (or leaving the ``with`` block)
+    ``device``, the objects: ``pds``, ``vars``, ``dms``, ``mrs`` (each
+    imported into the attached PD it is registered on, when the share
+    carries that PD) and ``pd`` / ``var`` (the first of each, or None). ``close()`` (or leaving the ``with`` block)
     unimports them and closes the device."""
 
     def __init__(self, name: str, device: Device, payload: bytes, import_objects: bool) -> None:
@@ -187,14 +190,27 @@ class Attached:
         self.blobs = split_blobs(payload)
         self.pds: List[PD] = []
         self.vars: List[Var] = []
+        self.dms: List[DM] = []
+        self.mrs: List[MR] = []
         if import_objects and self.blobs:
             try:
+                mr_blobs = []
                 for blob in self.blobs:
                     k = _blob_kind(blob)
                     if k == "pd":
                         self.pds.append(device.import_pd(blob))
                     elif k == "var":
                         self.vars.append(device.import_var(blob))
+                    elif k == "dm":
+                        self.dms.append(device.import_dm(blob))
+                    elif k == "mr":
+                        mr_blobs.append(blob)
+                for blob in mr_blobs:
+                    owner = _c.blob_field(blob, _c.RSHARE_FIELD_PD_HANDLE)
+                    for pd in self.pds:
+                        if pd.handle == owner:
+                            self.mrs.append(pd.import_mr(blob))
+                            break
             except BaseException:
                 self.close()
                 raise
@@ -209,12 +225,13 @@ class Attached:
 
     def close(self) -> None:
         """Unimport the objects, then close the device (idempotent)."""
-        for obj in self.vars + self.pds:
+        objs: List[Any] = [*self.mrs, *self.dms, *self.vars, *self.pds]
+        for obj in objs:
             try:
                 obj.unimport()
             except Error:
                 pass  # already unimported, or freed by its owner
-        self.pds, self.vars = [], []
+        self.pds, self.vars, self.dms, self.mrs = [], [], [], []
         if not self.device.closed:
             self.device.close()
 
