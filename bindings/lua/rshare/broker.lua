@@ -90,6 +90,64 @@ local function swig_backend(core)
   }
 end
 
+-- The broker's list (docs/broker.md): a JSON array of flat objects whose
+-- values are strings without escapes (names are [A-Za-z0-9._/-]), numbers,
+-- true, false, null or arrays of such strings. This reads exactly that.
+local function decode_list(s)
+  local pos = 1
+  local function ws() pos = s:find("[^ \t\r\n]", pos) or #s + 1 end
+  local function expect(c)
+    ws()
+    if s:sub(pos, pos) ~= c then error(("rshare.shares: bad list at byte %d"):format(pos), 0) end
+    pos = pos + 1
+  end
+  local value
+  local function items(close, item)
+    local out = {}
+    ws()
+    if s:sub(pos, pos) == close then pos = pos + 1 return out end
+    repeat
+      item(out)
+      ws()
+      local c = s:sub(pos, pos)
+      pos = pos + 1
+    until c ~= ","
+    if s:sub(pos - 1, pos - 1) ~= close then error("rshare.shares: bad list", 0) end
+    return out
+  end
+  function value()
+    ws()
+    local c = s:sub(pos, pos)
+    if c == '"' then
+      local e = assert(s:find('"', pos + 1, true), "rshare.shares: bad string")
+      local v = s:sub(pos + 1, e - 1)
+      pos = e + 1
+      return v
+    elseif c == "[" then
+      pos = pos + 1
+      return items("]", function(out) out[#out + 1] = value() end)
+    elseif c == "{" then
+      pos = pos + 1
+      return items("}", function(out)
+        local k = value()
+        expect(":")
+        out[k] = value()
+      end)
+    end
+    for word, v in pairs({ ["true"] = true, ["false"] = false, null = false }) do
+      if s:sub(pos, pos + #word - 1) == word then pos = pos + #word return v end
+    end
+    local num = s:match("^-?%d+%.?%d*", pos)
+    if not num then error(("rshare.shares: bad list at byte %d"):format(pos), 0) end
+    pos = pos + #num
+    local n = tonumber(num)
+    return math.tointeger and math.tointeger(n) or n
+  end
+  local ok, v = pcall(value)
+  if not ok then return nil, v end
+  return v
+end
+
 -- A finalizer for a table under both Lua 5.4 (__gc on the table) and
 -- LuaJIT (which ignores it there: a proxy userdata carries it).
 local function on_collect(obj, mt, fn)
@@ -275,12 +333,13 @@ function broker.extend(M)
 
   ----------------------------------------------------------------- the rest
   -- The shares a broker holds: a list of tables (name, owner_uid,
-  -- owner_pid, persistent, payload_size, blobs, attaches, created).
+  -- owner_pid, persistent, payload_size, blobs (false when the payload is
+  -- not blobs), attaches, created).
   function M.shares(endpoint)
     opt_string(endpoint, "shares", 1)
     local st, json = R.broker_list(endpoint)
     if st ~= 0 then return fail(st) end
-    return util.json_decode(json)
+    return decode_list(json)
   end
 
   -- Withdraw a share by name (its owner's uid or root).
