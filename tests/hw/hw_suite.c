@@ -111,9 +111,39 @@ static void setup_real(struct hw_target *t)
 	probe_real_vars(t);
 }
 
+#define HW_CASE(name, when, why_not)                                             \
+	static bool when_##name(const struct hw_target *t)                       \
+	{                                                                        \
+		(void)t;                                                         \
+		return (when);                                                   \
+	}
+#include "hw_cases.def"
+#undef HW_CASE
+
+static const struct hw_case {
+	const char *name;
+	void (*run)(const struct hw_target *t);
+	bool (*when)(const struct hw_target *t);
+	const char *why_not;
+} cases[] = {
+#define HW_CASE(name, when, why_not) { #name, case_##name, when_##name, why_not },
+#include "hw_cases.def"
+#undef HW_CASE
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static const struct hw_case *find_case(const char *name)
+{
+	for (size_t i = 0; i < NCASES; i++)
+		if (strcmp(cases[i].name, name) == 0)
+			return &cases[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct hw_target t = { .mode = argc > 1 ? argv[1] : "", .self = argv[0] };
+	const struct hw_case *only = NULL;
 	int fds;
 
 	if (argc == 3 && strcmp(argv[1], "child-share") == 0)
@@ -122,8 +152,12 @@ int main(int argc, char **argv)
 		return child_mrdm(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "child-var63") == 0)
 		return child_var63(atoi(argv[2]));
-	if (argc != 2) {
-		fprintf(stderr, "usage: hw_suite standin|standin-44|real\n");
+	if (argc == 3 && !(only = find_case(argv[2]))) {
+		fprintf(stderr, "hw_suite: no case \"%s\"\n", argv[2]);
+		return 2;
+	}
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: hw_suite standin|standin-44|real [case]\n");
 		return 2;
 	}
 	if (strcmp(t.mode, "standin") == 0 || strcmp(t.mode, "standin-44") == 0)
@@ -142,58 +176,24 @@ int main(int argc, char **argv)
 		REQUIRE_OK(rshare_device_caps(dev, &t.caps));
 		REQUIRE_OK(rshare_device_close(dev));
 	}
+	if (only && !only->when(&t)) {
+		printf("SKIP: case %s does not apply to %s on %s: %s\n", only->name, t.mode,
+		       t.name, only->why_not);
+		return 77;
+	}
 	fds = count_fds();
-	case_listing(&t);
-	case_open_default(&t);
-	case_pd_local(&t);
-	case_pd_freed_elsewhere(&t);
-	if (t.other[0])
-		case_guid_mismatch(&t);
-	case_not_a_context(&t);
-	if (t.standin) {
-		case_import_adopted_then_failed(&t);
-		case_pd_limit(&t);
-		case_pd_errno_map(&t);
-		case_var_not_mlx5(&t);
-		case_var_limit(&t);
-		case_errno_statuses(&t);
-		case_var_flags(&t);
-		case_var_no_kernel_support(&t);
-		case_disassociated(&t);
-		case_handles_lowest_free(&t);
-		case_pd_handle_reused(&t);
-		case_table_identity(&t);
-		case_identity_fields(&t);
-		if (t.var_sharing) {
-			case_var_pages_device_wide(&t);
-			case_var_stale(&t);
-			case_var_unimport_once(&t);
-		}
+	for (size_t i = 0; i < NCASES; i++) {
+		if (only && &cases[i] != only)
+			continue;
+		if (cases[i].when(&t))
+			cases[i].run(&t);
+		else
+			printf("note: case %s not run on %s: %s\n", cases[i].name, t.name,
+			       cases[i].why_not);
 	}
-	if (t.var_sharing)
-		case_var_local(&t);
-	else if (t.vars)
-		case_var_without_export(&t);
-	case_native(&t);
-	if (t.caps & RSHARE_CAP_MR)
-		case_mr_share(&t);
-	else
-		printf("note: MR cases not run on %s: no MR sharing\n", t.name);
-	if (t.caps & RSHARE_CAP_DM)
-		case_dm_share(&t);
-	else
-		printf("note: DM cases not run on %s: no DM sharing\n", t.name);
-	if (t.standin) {
-		case_caps(&t);
-		case_mr_handle_reused(&t);
-		case_dm_not_mlx5(&t);
-	}
-	case_xproc(&t);
-	if ((t.caps & RSHARE_CAP_MR) && (t.caps & RSHARE_CAP_DM))
-		case_xproc_mr_dm(&t);
 	CHECK(count_fds() == fds); /* nothing leaked over the whole run */
 
-	printf("hw_suite %s on %s: %d passed, %d failed\n", t.mode, t.name,
-	       t_pass, t_fail);
+	printf("hw_suite %s%s%s on %s: %d passed, %d failed\n", t.mode, only ? " " : "",
+	       only ? only->name : "", t.name, t_pass, t_fail);
 	return t_fail ? 1 : 0;
 }
