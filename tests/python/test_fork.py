@@ -92,6 +92,31 @@ def test_forked_child_owns_what_it_made_not_what_it_inherited(dev):
     dev.close()
 
 
+def test_forked_child_releases_inherited_mrs_before_their_pds(dev):
+    """An MR lives in a PD (the PD is busy while it is live): a child closing
+    an inherited device releases the inherited MR first, then the PD."""
+    buffer = bytearray(4096)
+    pd = dev.alloc_pd()
+    mr = pd.reg_mr(buffer)
+    dm = dev.alloc_dm(4096)
+
+    def child():
+        dev.close()
+        assert not (pd.live or mr.live or dm.live)
+        with pytest.raises(rshare.StaleHandleError):
+            mr.dereg()  # never the parent's registration
+        return "ok"
+
+    assert _in_fork_child(child) == (0, "ok")
+    assert pd.live and mr.live and dm.live
+    with pd.import_mr(mr.export()) as again:
+        assert again.attrs().rkey == mr.attrs().rkey
+    mr.dereg()
+    dm.free()
+    pd.free()
+    dev.close()
+
+
 def test_forked_child_without_close_leaves_the_parent_alone(dev):
     pd = dev.alloc_pd()
 
