@@ -53,9 +53,12 @@
 
 /* This process's lock value, computed at the first lock (getpid is a system
  * call) and again in a forked child, which is another process with its own
- * pid and start time (sim_lock_after_fork, from the registry's atfork). */
+ * pid and start time (sim_lock_after_fork, from the registry's atfork).
+ * One word, read and written atomically: threads locking different tables
+ * may compute it at the same time (the same value), and none may ever see
+ * it half set (0 would "take" a free lock by swapping 0 for 0). Never 0
+ * once set: the pid is not 0. */
 static uint64_t my_value;
-static pid_t my_pid;
 static pthread_once_t bound_once = PTHREAD_ONCE_INIT;
 static unsigned bound_ms = SIM_LOCK_BOUND_MS;
 
@@ -108,18 +111,20 @@ uint32_t sim_start_tag(pid_t pid)
 
 static uint64_t my_lock_value(void)
 {
-	if (!my_pid) {
+	uint64_t v = __atomic_load_n(&my_value, __ATOMIC_ACQUIRE);
+
+	if (!v) {
 		pid_t pid = getpid();
 
-		my_value = (uint64_t)sim_start_tag(pid) << 32 | (uint32_t)pid;
-		my_pid = pid;
+		v = (uint64_t)sim_start_tag(pid) << 32 | (uint32_t)pid;
+		__atomic_store_n(&my_value, v, __ATOMIC_RELEASE);
 	}
-	return my_value;
+	return v;
 }
 
 void sim_lock_after_fork(void)
 {
-	my_pid = 0;
+	__atomic_store_n(&my_value, 0, __ATOMIC_RELAXED);
 }
 
 /* May the holder recorded in v still hold the lock? False for anything
@@ -172,18 +177,22 @@ static int lock_slow(struct sim_table *t, uint64_t mine, uint64_t deadline)
 	}
 	for (;;) {
 		struct timespec nap = { 0, NAP_NS };
+		bool ownerless;
 
 		v = SH_LOAD(t->s.lock);
-		if (v == 0 || !holder_alive(v, mine)) {
-			if (try_take(&t->s.lock, v, mine))
-				return RSHARE_OK;
-			continue;
-		}
+		ownerless = v == 0 || !holder_alive(v, mine);
+		/* A peer that rewrites the word between our look and our CAS
+		 * makes every take-over fail: the deadline holds on this path
+		 * too, or it could keep us here for as long as it goes on. */
+		if (ownerless && try_take(&t->s.lock, v, mine))
+			return RSHARE_OK;
 		if (now_ns() >= deadline)
 			return rs_fail(RSHARE_E_BUSY, ETIMEDOUT,
 				       "simulated object table locked by another process "
 				       "(pid %u) for %u ms", (unsigned)(uint32_t)v,
 				       sim_lock_bound_ms());
+		if (ownerless)
+			continue; /* nobody to wait for: look again at once */
 		__atomic_fetch_add(&t->s.waiters, 1, __ATOMIC_RELAXED);
 		/* Any result (woken, value changed, timed out, interrupted)
 		 * just means: look again. */
@@ -281,7 +290,7 @@ void sim_unlock(struct sim_map *m)
 
 	/* Release only if it is still ours: a peer may have overwritten it,
 	 * and then it is not ours to clear. */
-	uint64_t mine = my_value;
+	uint64_t mine = __atomic_load_n(&my_value, __ATOMIC_RELAXED);
 
 	if (__atomic_compare_exchange_n(&t->s.lock, &mine, 0, false, __ATOMIC_RELEASE,
 					__ATOMIC_RELAXED) &&

@@ -37,18 +37,6 @@ static int reopen(int fd)
 	return open(path, O_RDWR | O_CLOEXEC);
 }
 
-int sim_pages_ready(struct sim_map *m, int fd)
-{
-	if (m->ofd >= 0)
-		return RSHARE_OK;
-	m->ofd = reopen(fd);
-	if (m->ofd < 0)
-		return rs_fail(RSHARE_E_IO, errno,
-			       "cannot reopen the simulated table through /proc/self/fd/%d "
-			       "(needed to track VAR page mappings; is /proc mounted?)", fd);
-	return RSHARE_OK;
-}
-
 static struct flock page_range(const struct sim_map *m, uint32_t p, short type)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
@@ -65,11 +53,50 @@ static int page_lock(const struct sim_map *m, int ofd, uint32_t p, short type)
 	return fcntl(ofd, F_OFD_SETLK, &fl);
 }
 
+/* After a fork: a description of our own, with a lock for every page we
+ * map, then let go of the shared one, whose locks hold until the other
+ * process has done the same (or has died). If no fd can be opened now, keep
+ * the shared one and drop none of its locks until we can: unlocking a range
+ * there would drop the other process's lock on it too. */
+static void own_description(struct sim_map *m)
+{
+	int nfd = reopen(m->ofd);
+
+	if (nfd < 0) {
+		m->ofd_shared = true;
+		return;
+	}
+	for (uint32_t p = 0; p < SIM_VAR_PAGES; p++)
+		if (m->page_maps[p])
+			page_lock(m, nfd, p, F_RDLCK);
+	close(m->ofd);
+	m->ofd = nfd;
+	m->ofd_shared = false;
+}
+
+int sim_pages_ready(struct sim_map *m, int fd)
+{
+	if (m->ofd_shared)
+		own_description(m);
+	if (m->ofd_shared)
+		return rs_fail(RSHARE_E_IO, errno,
+			       "cannot reopen the simulated table after a fork (needed to "
+			       "track VAR page mappings apart from the other process)");
+	if (m->ofd >= 0)
+		return RSHARE_OK;
+	m->ofd = reopen(fd);
+	if (m->ofd < 0)
+		return rs_fail(RSHARE_E_IO, errno,
+			       "cannot reopen the simulated table through /proc/self/fd/%d "
+			       "(needed to track VAR page mappings; is /proc mounted?)", fd);
+	return RSHARE_OK;
+}
+
 bool sim_page_unmapped(struct sim_map *m, uint32_t p)
 {
 	struct flock fl = page_range(m, p, F_WRLCK);
 
-	if (p >= SIM_VAR_PAGES || m->page_maps[p] != 0 || m->ofd < 0)
+	if (p >= SIM_VAR_PAGES || m->page_maps[p] != 0 || m->ofd < 0 || m->ofd_shared)
 		return false;
 	/* Our own description's locks never conflict with our probe; those
 	 * are counted in page_maps. */
@@ -91,25 +118,13 @@ int sim_page_hold(struct sim_map *m, int fd, uint32_t p)
 
 void sim_page_release(struct sim_map *m, uint32_t p)
 {
-	if (p < SIM_VAR_PAGES && m->page_maps[p] > 0 && --m->page_maps[p] == 0)
+	if (p < SIM_VAR_PAGES && m->page_maps[p] > 0 && --m->page_maps[p] == 0 &&
+	    !m->ofd_shared)
 		page_lock(m, m->ofd, p, F_UNLCK);
 }
 
 void sim_pages_after_fork(struct sim_map *m)
 {
-	int nfd;
-
-	if (m->ofd < 0)
-		return;
-	/* The description is now shared with the other process: take our
-	 * own, with a lock for every page we map, then let go of the shared
-	 * one, whose locks hold until the other has done the same. */
-	nfd = reopen(m->ofd);
-	if (nfd < 0)
-		return; /* keep sharing it: its locks are never dropped early then */
-	for (uint32_t p = 0; p < SIM_VAR_PAGES; p++)
-		if (m->page_maps[p])
-			page_lock(m, nfd, p, F_RDLCK);
-	close(m->ofd);
-	m->ofd = nfd;
+	if (m->ofd >= 0)
+		own_description(m);
 }

@@ -159,7 +159,11 @@ struct sim_map {
 	 * the way an fd passed by SCM_RIGHTS is): it carries the OFD read locks
 	 * that say "this process maps VAR page p". -1 until needed. */
 	int ofd;
-	pid_t ofd_pid;           /* the process that opened ofd (fork check) */
+	/* ofd is still the description shared with the other side of a fork
+	 * (no fd was left to reopen it then): its locks may be the other
+	 * process's too, so none is dropped, and sim_pages_ready takes a
+	 * description of our own before the allocator or a map trusts it. */
+	bool ofd_shared;
 	uint32_t page_maps[SIM_VAR_PAGES]; /* live mappings of each page here */
 };
 

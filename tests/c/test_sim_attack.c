@@ -1,0 +1,236 @@
+/*
+ * Attacks from a review of the rebuilt sim0, each a finding that once broke
+ * a claim of sim_table.h, kept as a regression test:
+ *  1. first locks in several threads at once (each its own table): the
+ *     process's lock value was two plain variables written by whichever
+ *     thread came first, so another could read the pid set and the value
+ *     still 0, and "take" the lock by swapping 0 for 0 (ThreadSanitizer
+ *     names the race; the plain build rarely loses it);
+ *  2. a peer that keeps rewriting the lock word with ever new values of
+ *     dead holders: the waiter's take-over CAS kept failing, and the
+ *     take-over path went round without looking at the deadline, so the
+ *     victim spun past the bound for as long as the peer went on;
+ *  3. a fork while the process cannot open another fd (EMFILE): neither
+ *     side could take a description of its own for its VAR page locks, so
+ *     both kept the shared one, and the child unmapping its inherited copy
+ *     dropped the parent's lock too; a new VAR then got the page the
+ *     parent still mapped (aliased).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "sim_peer.h"
+
+#define BOUND_MS 200
+#define THREADS 4
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* 1. Each thread's first lock, on its own table, at the same moment. */
+static pthread_barrier_t start;
+
+static void *first_lock(void *arg)
+{
+	rshare_device *dev = arg;
+	rshare_pd *pd;
+	int s;
+
+	pthread_barrier_wait(&start);
+	s = rshare_pd_alloc(dev, &pd);
+	if (s == RSHARE_OK)
+		s = rshare_pd_free(pd);
+	return (void *)(intptr_t)s;
+}
+
+static void first_locks(void)
+{
+	rshare_device *dev[THREADS];
+	pthread_t th[THREADS];
+	void *ret;
+
+	for (int i = 0; i < THREADS; i++)
+		REQUIRE_OK(rshare_device_open("sim0", &dev[i]));
+	pthread_barrier_init(&start, NULL, THREADS);
+	for (int i = 0; i < THREADS; i++)
+		REQUIRE(pthread_create(&th[i], NULL, first_lock, dev[i]) == 0);
+	for (int i = 0; i < THREADS; i++) {
+		REQUIRE(pthread_join(th[i], &ret) == 0);
+		CHECK_ST((int)(intptr_t)ret, RSHARE_OK);
+	}
+	pthread_barrier_destroy(&start);
+	for (int i = 0; i < THREADS; i++)
+		CHECK_OK(rshare_device_close(dev[i]));
+}
+
+/* A pid no process has (kill gives ESRCH) but that the lock accepts as one. */
+static uint32_t dead_pid(void)
+{
+	for (uint32_t pid = 4194303; pid > 300000; pid--)
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			return pid;
+	REQUIRE(!"no free pid found");
+	return 0;
+}
+
+/* 2. The peer writes a new dead holder into the word without pause. */
+static void lock_churn(void)
+{
+	rshare_device *dev;
+	uint32_t dead = dead_pid();
+	pid_t peer;
+	int fd;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	peer = fork();
+	REQUIRE(peer >= 0);
+	if (peer == 0) {
+		struct sim_table *t = peer_map(fd, NULL);
+
+		uint32_t me = (uint32_t)getpid();
+
+		/* Alternately a pid nobody has and our own (live) pid with a
+		 * start tag that is not ours: the waiter's check of the latter
+		 * reads /proc, a wide window for the word to change. */
+		for (uint64_t n = 1;; n++)
+			__atomic_store_n(&t->s.lock, (n << 33) | (n & 1 ? dead : me),
+					 __ATOMIC_RELAXED);
+	}
+	{ /* the peer is at work before the victim starts */
+		size_t n;
+		struct sim_table *t = peer_map(fd, &n);
+
+		while (__atomic_load_n(&t->s.lock, __ATOMIC_RELAXED) == 0)
+			usleep(1000);
+		munmap(t, n);
+	}
+	/* Without the fix the first call never returns: the alarm ends the
+	 * test (default action) well before ctest's timeout. */
+	alarm(30);
+	for (int i = 0; i < 10; i++) {
+		uint64_t t0 = ms_now();
+		rshare_pd *pd;
+		int s = rshare_pd_alloc(dev, &pd);
+
+		CHECK(s == RSHARE_OK || s == RSHARE_E_BUSY);
+		CHECK(ms_now() - t0 < BOUND_MS + 1000);
+		if (s == RSHARE_OK) {
+			s = rshare_pd_free(pd);
+			CHECK(s == RSHARE_OK || s == RSHARE_E_BUSY);
+		}
+	}
+	alarm(0);
+	kill_peer(peer);
+	/* The peer is gone: its last value names a dead holder, taken over. */
+	{
+		rshare_pd *pd;
+		CHECK_OK(rshare_pd_alloc(dev, &pd));
+		CHECK_OK(rshare_pd_free(pd));
+	}
+	CHECK_OK(rshare_device_close(dev));
+}
+
+static uint32_t page_of(rshare_var *v)
+{
+	uint32_t page = UINT32_MAX, length;
+	uint64_t off;
+
+	CHECK_OK(rshare_var_attrs(v, &page, &length, &off));
+	return page;
+}
+
+/* 3. The child of an fd-starved fork: close the inherited device (which
+ * unmaps its copy of VAR 1), then as a fresh importer free VAR 1 and take
+ * a new VAR. Exit 0: the new VAR is not on the page the parent maps. */
+static int starved_child(int fd, const unsigned char *blob, size_t len, uint32_t p1,
+			 rshare_device *inherited, int first_filler, int last_filler)
+{
+	rshare_device *dev;
+	rshare_var *v1, *v2;
+
+	if (rshare_device_close(inherited) != RSHARE_OK)
+		return 2;
+	for (int f = first_filler; f <= last_filler; f++)
+		close(f);
+	if (rshare_device_import(fd, &dev) || rshare_var_import(dev, blob, len, &v1) ||
+	    rshare_var_free(v1))
+		return 3;
+	if (rshare_var_alloc(dev, 0, &v2))
+		return 4;
+	return page_of(v2) == p1 ? 1 : 0;
+}
+
+static void starved_fork(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *dev;
+	rshare_var *v1;
+	struct rlimit old, low;
+	uint32_t p1;
+	size_t len;
+	int fd, keep, first = -1, last = -1, status;
+	pid_t child;
+	void *a;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	REQUIRE_OK(rshare_var_alloc(dev, 0, &v1));
+	REQUIRE_OK(rshare_var_map(v1, &a)); /* this process's own description */
+	p1 = page_of(v1);
+	REQUIRE_OK(rshare_var_export(v1, blob, sizeof(blob), &len));
+	keep = dup(fd); /* the child's own, after its inherited device is closed */
+	REQUIRE(keep >= 0);
+
+	/* No fd left: the fork handlers cannot reopen the table. */
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	low = old;
+	low.rlim_cur = 256;
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	for (;;) {
+		int f = dup(0);
+
+		if (f < 0) {
+			REQUIRE(errno == EMFILE);
+			break;
+		}
+		if (first < 0)
+			first = f;
+		last = f;
+	}
+	REQUIRE(first >= 0);
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0)
+		_exit(starved_child(keep, blob, len, p1, dev, first, last));
+	for (int f = first; f <= last; f++)
+		close(f);
+	close(keep);
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		fprintf(stderr, "starved child: exit %d\n", WEXITSTATUS(status));
+	CHECK(WEXITSTATUS(status) == 0); /* 1: the new VAR got our mapped page */
+
+	/* VAR 1 was freed by the child; the mapping is ours to drop. */
+	CHECK_OK(rshare_var_unmap(v1));
+	CHECK_OK(rshare_var_unimport(v1));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+int main(void)
+{
+	/* Before any lock: read once per process. */
+	setenv("RSHARE_SIM_LOCK_MS", "200", 1);
+	first_locks(); /* first: nobody has locked in this process yet */
+	lock_churn();
+	starved_fork();
+	TEST_DONE();
+}
