@@ -14,11 +14,17 @@
  *     side could take a description of its own for its VAR page locks, so
  *     both kept the shared one, and the child unmapping its inherited copy
  *     dropped the parent's lock too; a new VAR then got the page the
- *     parent still mapped (aliased).
+ *     parent still mapped (aliased);
+ *  4. a holder killed with the lock and not yet reaped (its parent is the
+ *     waiter, say): kill(pid, 0) still finds a zombie, so the lock counted
+ *     as held and every call got BUSY until someone reaped it. A process
+ *     whose main thread has exited while its others run is no zombie,
+ *     though: its lock still holds.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "sim_peer.h"
@@ -225,6 +231,90 @@ static void starved_fork(void)
 	CHECK_OK(rshare_device_close(dev));
 }
 
+/* 4. A holder that died with the lock, still a zombie: taken over. */
+static void unreaped_holder(void)
+{
+	rshare_device *dev;
+	rshare_pd *pd;
+	siginfo_t si;
+	uint64_t t0;
+	pid_t peer;
+	int fd;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	peer = locked_peer(fd, NULL);
+	kill(peer, SIGKILL);
+	/* Wait for its death, but leave it unreaped. */
+	REQUIRE(waitid(P_PID, (id_t)peer, &si, WEXITED | WNOWAIT) == 0);
+	t0 = ms_now();
+	CHECK_OK(rshare_pd_alloc(dev, &pd));
+	CHECK(ms_now() - t0 < BOUND_MS);
+	CHECK_OK(rshare_pd_free(pd));
+	REQUIRE(waitpid(peer, NULL, 0) == peer);
+	CHECK_OK(rshare_device_close(dev));
+}
+
+static void *wait_forever(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* ... but a holder whose main thread left (pthread_exit) is alive. */
+static void leaderless_holder(void)
+{
+	rshare_device *dev;
+	rshare_pd *pd;
+	int fd, p[2];
+	pid_t peer;
+	char c;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	REQUIRE(pipe(p) == 0);
+	peer = fork();
+	REQUIRE(peer >= 0);
+	if (peer == 0) {
+		struct sim_table *t = peer_map(fd, NULL);
+		uint64_t zero = 0;
+		pthread_t th;
+
+		if (!__atomic_compare_exchange_n(&t->s.lock, &zero, peer_lock_value(), false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
+		    pthread_create(&th, NULL, wait_forever, NULL) != 0)
+			_exit(1);
+		if (write(p[1], "L", 1) != 1)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	close(p[1]);
+	REQUIRE(read(p[0], &c, 1) == 1);
+	close(p[0]);
+	/* Until its leader is a zombie (state Z in /proc/PID/stat). */
+	for (int i = 0; i < 1000; i++) {
+		char path[64], buf[512], *q;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)peer);
+		f = fopen(path, "r");
+		REQUIRE(f != NULL);
+		q = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		q = q ? strrchr(buf, ')') : NULL;
+		if (q && q[2] == 'Z')
+			break;
+		usleep(1000);
+	}
+	CHECK_ST(rshare_pd_alloc(dev, &pd), RSHARE_E_BUSY);
+	kill_peer(peer);
+	CHECK_OK(rshare_pd_alloc(dev, &pd));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
 int main(void)
 {
 	/* Before any lock: read once per process. */
@@ -232,5 +322,7 @@ int main(void)
 	first_locks(); /* first: nobody has locked in this process yet */
 	lock_churn();
 	starved_fork();
+	unreaped_holder();
+	leaderless_holder();
 	TEST_DONE();
 }

@@ -12,7 +12,8 @@
  * (the pid) with a short timeout, and after each sleep asks whether the
  * owner still exists: not a plausible pid, our own pid (no thread of ours can
  * hold it: we hold the local mutex), no such process (kill(pid, 0) gives
- * ESRCH) or a process of another start time (the pid was reused) all mean
+ * ESRCH), a zombie (killed, not yet reaped: kill() still finds it) or a
+ * process of another start time (the pid was reused) all mean
  * nobody holds it, and the waiter takes it over by CAS. Whatever the holder
  * left half done is then finished or undone from the intent record
  * (sim_repair). A live owner that keeps it longer than the bound gets the
@@ -81,13 +82,19 @@ unsigned sim_lock_bound_ms(void)
 	return bound_ms;
 }
 
-uint32_t sim_start_tag(pid_t pid)
+/* From /proc/PID/stat: the start-time tag (0 if unreadable), and whether
+ * the process is dead but not yet reaped (a zombie: state Z or X with only
+ * its group leader left; a leader that called pthread_exit is a zombie too,
+ * but its live threads still count). */
+static uint32_t proc_stat(pid_t pid, bool *dead)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, state = 0;
 	unsigned long long start = 0;
+	long threads = 0;
 	ssize_t n;
 	int fd;
 
+	*dead = false;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -98,15 +105,26 @@ uint32_t sim_start_tag(pid_t pid)
 		return 0;
 	buf[n] = '\0';
 	/* The command name may hold anything, ')' included: fields start
-	 * after the last ')'. starttime is field 22, 20 fields after it. */
+	 * after the last ')'. state is field 3, num_threads 20, starttime 22. */
 	p = strrchr(buf, ')');
-	if (!p)
+	if (!p || sscanf(p + 1, " %c", &state) != 1)
 		return 0;
-	for (int field = 2; field < 22 && p; field++)
+	for (int field = 2; field < 22 && p; field++) {
 		p = strchr(p + 1, ' ');
+		if (p && field == 19 && sscanf(p + 1, "%ld", &threads) != 1)
+			return 0;
+	}
 	if (!p || sscanf(p + 1, "%llu", &start) != 1)
 		return 0;
+	*dead = (state == 'Z' || state == 'X') && threads <= 1;
 	return (uint32_t)start | 1; /* never 0: 0 means "unknown" */
+}
+
+uint32_t sim_start_tag(pid_t pid)
+{
+	bool dead;
+
+	return proc_stat(pid, &dead);
 }
 
 static uint64_t my_lock_value(void)
@@ -132,12 +150,18 @@ void sim_lock_after_fork(void)
 static bool holder_alive(uint64_t v, uint64_t mine)
 {
 	uint32_t pid = (uint32_t)v, tag = (uint32_t)(v >> 32), now;
+	bool dead;
 
 	if (pid == 0 || pid > PID_LIMIT || pid == (uint32_t)mine)
 		return false;
 	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 		return false;
-	now = sim_start_tag((pid_t)pid);
+	/* A holder killed but not yet reaped still answers kill(): its
+	 * /proc entry says it is a zombie (its parent may be the very process
+	 * waiting here, which would never get to reap it). */
+	now = proc_stat((pid_t)pid, &dead);
+	if (dead)
+		return false;
 	/* An unreadable /proc entry proves nothing: assume alive. */
 	return now == 0 || now == tag;
 }
