@@ -125,6 +125,16 @@ int sim_map_get(int fd, struct sim_map **out)
 		return rs_fail(RSHARE_E_IO, errno, "cannot stat fd %d", fd);
 	lock_registry();
 	m = find_locked(&st);
+	if (m && (uint64_t)st.st_size != m->dm_area_off + SIM_DM_BYTES) {
+		/* Another file with the inode number of a table we hold: shmem
+		 * numbers are 32 bits and wrap, so a peer making memfds for long
+		 * enough can meet a live one. Its mapping would end early (a
+		 * SIGBUS). The seals were checked (owns_fd) and fix the size. */
+		pthread_mutex_unlock(&reg_lock);
+		return rs_fail(RSHARE_E_NODEV, 0,
+			       "fd %d has the inode of a simulated table open here but "
+			       "not its size", fd);
+	}
 	if (m) {
 		m->refs++;
 		pthread_mutex_unlock(&reg_lock);
