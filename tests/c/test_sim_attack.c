@@ -19,7 +19,10 @@
  *     waiter, say): kill(pid, 0) still finds a zombie, so the lock counted
  *     as held and every call got BUSY until someone reaped it. A process
  *     whose main thread has exited while its others run is no zombie,
- *     though: its lock still holds.
+ *     though: its lock still holds;
+ *  5. the start-time tag dropped bit 0 of the start time (made odd to be
+ *     never 0), so a pid reused one tick after its dead holder started
+ *     could pass for it and keep the lock BUSY for as long as it lived.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -315,6 +318,47 @@ static void leaderless_holder(void)
 	CHECK_OK(rshare_device_close(dev));
 }
 
+/* 5. The tag is the whole low half of the start time. A child of an even
+ * start time checks (half of them; the odd ones hid the old bug). */
+static int tag_check(void)
+{
+	char buf[1024], *q;
+	unsigned long long when = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+
+	if (!f)
+		return 3;
+	q = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	q = q ? strrchr(buf, ')') : NULL;
+	for (int field = 2; field < 22 && q; field++)
+		q = strchr(q + 1, ' ');
+	if (!q || sscanf(q + 1, "%llu", &when) != 1)
+		return 3;
+	if ((uint32_t)when <= 1 || when % 2)
+		return 1; /* try another */
+	return sim_start_tag(getpid()) == (uint32_t)when ? 0 : 2;
+}
+
+static void start_tag_bits(void)
+{
+	int result = 1;
+
+	for (int i = 0; i < 200 && result == 1; i++) {
+		int status;
+		pid_t pid = fork();
+
+		REQUIRE(pid >= 0);
+		if (pid == 0)
+			_exit(tag_check());
+		REQUIRE(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+		result = WEXITSTATUS(status);
+		if (result == 1)
+			usleep(3000); /* into another tick */
+	}
+	CHECK(result == 0);
+}
+
 int main(void)
 {
 	/* Before any lock: read once per process. */
@@ -324,5 +368,6 @@ int main(void)
 	starved_fork();
 	unreaped_holder();
 	leaderless_holder();
+	start_tag_bits();
 	TEST_DONE();
 }

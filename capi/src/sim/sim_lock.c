@@ -117,7 +117,9 @@ static uint32_t proc_stat(pid_t pid, bool *dead)
 	if (!p || sscanf(p + 1, "%llu", &start) != 1)
 		return 0;
 	*dead = (state == 'Z' || state == 'X') && threads <= 1;
-	return (uint32_t)start | 1; /* never 0: 0 means "unknown" */
+	/* Never 0 (that means "unknown"), but no other bit lost: with "| 1"
+	 * a pid reused one tick after an even start time got its tag. */
+	return (uint32_t)start ? (uint32_t)start : 1;
 }
 
 uint32_t sim_start_tag(pid_t pid)
