@@ -75,7 +75,7 @@ int bench_fail(const char *what, int status, bool direct);
 /* --- runners --- */
 
 /* bench_ops.c: arg is a struct op_spec. */
-enum op_kind { OPK_PD, OPK_VAR };
+enum op_kind { OPK_PD, OPK_VAR, OPK_MR, OPK_DM };
 enum op_which { OP_ALLOC, OP_EXPORT, OP_IMPORT, OP_UNIMPORT, OP_FREE, OP_IMPORT_UNIMPORT };
 struct op_spec {
 	enum op_kind kind;

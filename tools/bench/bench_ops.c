@@ -18,11 +18,18 @@
 #define PD_ROUNDS 25
 #define VAR_BATCH 48
 #define VAR_ROUNDS 120
+#define MR_BATCH 400
+#define MR_ROUNDS 25
+#define DM_BATCH 48 /* sim0's device memory holds 64 of the smallest */
+#define DM_ROUNDS 120
+#define DM_BYTES 64
 #define MAX_BATCH PD_BATCH
 
 union info {
 	struct rs_pd_info pd;
 	struct rs_var_info var;
+	struct rs_mr_info mr;
+	struct rs_dm_info dm;
 };
 
 /* One object kind, through the ABI and directly. */
@@ -39,6 +46,10 @@ struct kind {
 	int (*f_import)(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o);
 	void (*f_unimport)(struct rs_ctx *ctx, union info *o);
 	int (*f_free)(struct rs_ctx *ctx, union info *o);
+	/* What the objects live in, made before the rounds and released after
+	 * (MRs: a PD through the ABI and one on the provider). May be NULL. */
+	int (*setup)(rshare_device *dev, struct rs_ctx *ctx);
+	void (*teardown)(void);
 };
 
 static int pd_alloc(rshare_device *dev, void **o) { return rshare_pd_alloc(dev, (rshare_pd **)o); }
@@ -133,12 +144,158 @@ static int fvar_free(struct rs_ctx *ctx, union info *o)
 	return ctx->ops->var_free(ctx, &o->var);
 }
 
+/* MRs: every MR of a round registers the same memory on one PD. */
+static rshare_pd *mr_pd;
+static struct rs_pd_info mr_fpd;
+static struct rs_ctx *mr_ctx;
+static uint8_t mr_mem[4096];
+
+static int mr_setup(rshare_device *dev, struct rs_ctx *ctx)
+{
+	int s = rshare_pd_alloc(dev, &mr_pd);
+
+	if (s)
+		return bench_fail("mr: a PD", s, false);
+	mr_ctx = ctx;
+	mr_fpd = (struct rs_pd_info){ 0 };
+	s = ctx->ops->pd_alloc(ctx, &mr_fpd);
+	if (s) {
+		rshare_pd_free(mr_pd);
+		return bench_fail("mr: a PD", s, true);
+	}
+	return 0;
+}
+
+static void mr_teardown(void)
+{
+	rshare_pd_free(mr_pd);
+	mr_ctx->ops->pd_dealloc(mr_ctx, &mr_fpd);
+}
+
+static int mr_alloc(rshare_device *dev, void **o)
+{
+	(void)dev;
+	return rshare_mr_reg(mr_pd, mr_mem, sizeof(mr_mem), RSHARE_ACCESS_LOCAL_WRITE,
+			     (rshare_mr **)o);
+}
+static int mr_export(const void *o, void *b, size_t c, size_t *l) { return rshare_mr_export(o, b, c, l); }
+static int mr_import(rshare_device *d, const void *b, size_t l, void **o)
+{
+	(void)d;
+	return rshare_mr_import(mr_pd, b, l, (rshare_mr **)o);
+}
+static int mr_unimport(void *o) { return rshare_mr_unimport(o); }
+static int mr_free(void *o) { return rshare_mr_dereg(o); }
+
+static int fmr_alloc(struct rs_ctx *ctx, union info *o)
+{
+	o->mr = (struct rs_mr_info){ 0 };
+	return ctx->ops->mr_reg(ctx, &mr_fpd, mr_mem, sizeof(mr_mem), RSHARE_ACCESS_LOCAL_WRITE,
+				&o->mr);
+}
+
+static int fmr_export(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len)
+{
+	struct rs_blob b;
+
+	rs_blob_init(&b, RSHARE_KIND_MR, ctx);
+	b.handle = o->mr.handle;
+	b.serial = o->mr.serial;
+	b.pd_handle = mr_fpd.handle;
+	b.pd_serial = mr_fpd.serial;
+	b.addr = o->mr.addr;
+	b.length = o->mr.length;
+	b.lkey = o->mr.lkey;
+	b.rkey = o->mr.rkey;
+	b.access = o->mr.access;
+	*len = rs_blob_encode(&b, blob);
+	return RSHARE_OK;
+}
+
+static int fmr_import(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o)
+{
+	struct rs_blob b;
+	int s = rs_blob_decode(blob, len, &b);
+
+	if (!s)
+		s = rs_blob_check_target(&b, RSHARE_KIND_MR, ctx);
+	if (s)
+		return s;
+	o->mr = (struct rs_mr_info){ .handle = b.handle, .serial = b.serial,
+				     .pd_handle = b.pd_handle, .addr = b.addr,
+				     .length = b.length, .lkey = b.lkey, .rkey = b.rkey,
+				     .access = b.access };
+	return ctx->ops->mr_import(ctx, &mr_fpd, &o->mr);
+}
+
+static void fmr_unimport(struct rs_ctx *ctx, union info *o)
+{
+	ctx->ops->mr_unimport(ctx, &o->mr);
+}
+
+static int fmr_free(struct rs_ctx *ctx, union info *o)
+{
+	return ctx->ops->mr_dereg(ctx, &o->mr);
+}
+
+static int dm_alloc(rshare_device *dev, void **o) { return rshare_dm_alloc(dev, DM_BYTES, (rshare_dm **)o); }
+static int dm_export(const void *o, void *b, size_t c, size_t *l) { return rshare_dm_export(o, b, c, l); }
+static int dm_import(rshare_device *d, const void *b, size_t l, void **o) { return rshare_dm_import(d, b, l, (rshare_dm **)o); }
+static int dm_unimport(void *o) { return rshare_dm_unimport(o); }
+static int dm_free(void *o) { return rshare_dm_free(o); }
+
+static int fdm_alloc(struct rs_ctx *ctx, union info *o)
+{
+	o->dm = (struct rs_dm_info){ 0 };
+	return ctx->ops->dm_alloc(ctx, DM_BYTES, &o->dm);
+}
+
+static int fdm_export(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len)
+{
+	struct rs_blob b;
+
+	rs_blob_init(&b, RSHARE_KIND_DM, ctx);
+	b.handle = o->dm.handle;
+	b.serial = o->dm.serial;
+	b.length = o->dm.length;
+	*len = rs_blob_encode(&b, blob);
+	return RSHARE_OK;
+}
+
+static int fdm_import(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o)
+{
+	struct rs_blob b;
+	int s = rs_blob_decode(blob, len, &b);
+
+	if (!s)
+		s = rs_blob_check_target(&b, RSHARE_KIND_DM, ctx);
+	if (s)
+		return s;
+	o->dm = (struct rs_dm_info){ .handle = b.handle, .serial = b.serial, .length = b.length };
+	return ctx->ops->dm_import(ctx, &o->dm);
+}
+
+static void fdm_unimport(struct rs_ctx *ctx, union info *o)
+{
+	ctx->ops->dm_unimport(ctx, &o->dm);
+}
+
+static int fdm_free(struct rs_ctx *ctx, union info *o)
+{
+	return ctx->ops->dm_free(ctx, &o->dm);
+}
+
 static const struct kind kinds[] = {
 	[OPK_PD] = { "pd", PD_BATCH, PD_ROUNDS, pd_alloc, pd_export, pd_import, pd_unimport,
 		     pd_free, fpd_alloc, fpd_export, fpd_import, fpd_unimport, fpd_free },
 	[OPK_VAR] = { "var", VAR_BATCH, VAR_ROUNDS, var_alloc, var_export, var_import,
 		      var_unimport, var_free, fvar_alloc, fvar_export, fvar_import,
 		      fvar_unimport, fvar_free },
+	[OPK_MR] = { "mr", MR_BATCH, MR_ROUNDS, mr_alloc, mr_export, mr_import, mr_unimport,
+		     mr_free, fmr_alloc, fmr_export, fmr_import, fmr_unimport, fmr_free,
+		     mr_setup, mr_teardown },
+	[OPK_DM] = { "dm", DM_BATCH, DM_ROUNDS, dm_alloc, dm_export, dm_import, dm_unimport,
+		     dm_free, fdm_alloc, fdm_export, fdm_import, fdm_unimport, fdm_free },
 };
 
 /* Run stmt for i in [0, n), BENCH_GROUP calls per clock reading; the
@@ -212,7 +369,8 @@ int bench_op(const struct bench_env *env, const void *arg, struct bench_result *
 	int rounds = k->rounds / env->scale + 1;
 	size_t cap = (size_t)(rounds * k->batch / BENCH_GROUP + 1);
 	struct series abi = series_new(cap), flo = series_new(cap);
-	int s = 0;
+	int s = k->setup ? k->setup(env->dev, env->ctx) : 0;
+	bool set_up = !s;
 
 	/* An untimed round of each first: caches, table pages, branch state. */
 	for (int round = -1; round < rounds && !s; round++) {
@@ -223,6 +381,8 @@ int bench_op(const struct bench_env *env, const void *arg, struct bench_result *
 		if (!s)
 			s = floor_cycle(k, env->ctx, spec->op, f);
 	}
+	if (set_up && k->teardown)
+		k->teardown();
 	if (!s) {
 		r->med = series_pct(&abi, 0.5);
 		r->p99 = series_pct(&abi, 0.99);

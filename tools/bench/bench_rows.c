@@ -17,6 +17,7 @@
 #define WHY_NEW "one locked CAS pinning the device for the object's life, the slot from a per-thread cache, and the handle checks"
 #define WHY_PIN "pin and unpin of the handle's slot (two locked operations) around the provider call"
 #define WHY_END "the slot's retire CAS and the device unpin (two locked operations); sim0's own unimport is a few plain stores"
+#define WHY_MR "the PD pinned while the MR counts itself in it (three locked operations), the slot from a per-thread cache, and the handle checks"
 #define WHY_PAIR "import and unimport together: three locked operations on the handle table; sim0 looks the object up without a lock"
 
 const struct bench_row bench_rows[] = {
@@ -32,6 +33,18 @@ const struct bench_row bench_rows[] = {
 	{ "op", "var unimport", OP(OPK_VAR, OP_UNIMPORT), 0, WHY_END },
 	{ "op", "var free", OP(OPK_VAR, OP_FREE), LAYER_AIM, WHY_END },
 	{ "op", "var import+unimport", OP(OPK_VAR, OP_IMPORT_UNIMPORT), LAYER_AIM, WHY_PAIR },
+	{ "op", "mr reg", OP(OPK_MR, OP_ALLOC), LAYER_AIM, WHY_MR },
+	{ "op", "mr export", OP(OPK_MR, OP_EXPORT), LAYER_AIM, WHY_PIN },
+	{ "op", "mr import", OP(OPK_MR, OP_IMPORT), LAYER_AIM, WHY_MR },
+	{ "op", "mr unimport", OP(OPK_MR, OP_UNIMPORT), 0, WHY_END },
+	{ "op", "mr dereg", OP(OPK_MR, OP_FREE), LAYER_AIM, WHY_END },
+	{ "op", "mr import+unimport", OP(OPK_MR, OP_IMPORT_UNIMPORT), LAYER_AIM, WHY_PAIR },
+	{ "op", "dm alloc", OP(OPK_DM, OP_ALLOC), LAYER_AIM, WHY_NEW },
+	{ "op", "dm export", OP(OPK_DM, OP_EXPORT), LAYER_AIM, WHY_PIN },
+	{ "op", "dm import", OP(OPK_DM, OP_IMPORT), LAYER_AIM, WHY_NEW },
+	{ "op", "dm unimport", OP(OPK_DM, OP_UNIMPORT), 0, WHY_END },
+	{ "op", "dm free", OP(OPK_DM, OP_FREE), LAYER_AIM, WHY_END },
+	{ "op", "dm import+unimport", OP(OPK_DM, OP_IMPORT_UNIMPORT), LAYER_AIM, WHY_PAIR },
 	{ "op", "sim lock+unlock", bench_sim_lock, NULL, 0,
 	  "floor: the robust process-shared glibc mutex sim0's table used before" },
 	{ "op", "sim churn, 100k live", bench_sim_live, &(const bool){ false }, LAYER_AIM,
