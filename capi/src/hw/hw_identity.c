@@ -19,8 +19,6 @@
  *   bits 23..0   the sentinel's PD number (24 bits on mlx5)
  */
 #include <errno.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -108,15 +106,4 @@ void rs_hw_table_close(struct rs_ctx *ctx)
 	if (hw->sentinel)
 		rs_hw_verbs()->unimport_pd(hw->sentinel);
 	hw->sentinel = NULL;
-}
-
-int rs_hw_var_probe(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t length)
-{
-	void *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fd,
-		       (off_t)mmap_off);
-
-	if (p == MAP_FAILED)
-		return errno ? errno : EIO;
-	munmap(p, length);
-	return 0;
 }

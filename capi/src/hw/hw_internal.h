@@ -81,9 +81,6 @@ int rs_hw_seen_check(const struct rs_ctx *ctx, const struct rs_var_info *var,
 		     const char *what);
 /* A fresh nonzero nonce for a new VAR. */
 uint64_t rs_hw_var_nonce(void);
-/* Does the VAR's offset still map? 0, or the errno of the failed mmap
- * (EINVAL: the kernel has no such entry: the VAR was destroyed). */
-int rs_hw_var_probe(const struct rs_ctx *ctx, uint64_t mmap_off, uint32_t length);
 
 /* hw_mr.c */
 int rs_hw_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t length,

@@ -7,9 +7,14 @@
  * which libmlx5 accepts a VAR back. rshare's blob adds what the record lacks
  * (device GUID, kind, version, checksum), and the attributes it repeats are
  * compared with what libmlx5 made of the record on import.
+ *
+ * libmlx5 trusts the record (mlx5dv_var_import asks the kernel nothing) and
+ * asserts that a destroy succeeds (_mlx5dv_free_var), so both import and
+ * free first check that the VAR is still there (check_alive).
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "hw/hw_internal.h"
 #include "util/error.h"
@@ -63,6 +68,19 @@ static void fill_attrs(struct rs_var_info *var, const struct mlx5dv_var *dv)
 	var->mmap_off = (uint64_t)dv->mmap_off;
 }
 
+/* Does the VAR's offset still map? 0, or the errno of the failed mmap
+ * (EINVAL: the kernel has no such entry: the VAR was destroyed). */
+static int probe(const struct rs_ctx *ctx, const struct rs_var_info *var)
+{
+	void *p = mmap(NULL, var->length, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->fd,
+		       (off_t)var->mmap_off);
+
+	if (p == MAP_FAILED)
+		return errno ? errno : EIO;
+	munmap(p, var->length);
+	return 0;
+}
+
 /*
  * Is the VAR the blob (or handle) names still the one at its offset? What
  * can be known without a kernel VAR query: this context's own record of
@@ -77,7 +95,7 @@ static int check_alive(const struct rs_ctx *ctx, const struct rs_var_info *var,
 
 	if (status)
 		return status;
-	err = rs_hw_var_probe(ctx, var->mmap_off, var->length);
+	err = probe(ctx, var);
 	if (err == EINVAL)
 		return rs_fail(RSHARE_E_NOT_FOUND, err,
 			       "cannot %s VAR page %u on %s: the kernel has no mapping at "
