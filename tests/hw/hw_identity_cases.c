@@ -240,3 +240,55 @@ void case_identity_fields(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(c));
 	CHECK_OK(rshare_device_close(a));
 }
+
+struct free_race {
+	rshare_var *var;
+	pthread_barrier_t *go;
+	int status;
+};
+
+static void *free_racer(void *arg)
+{
+	struct free_race *r = arg;
+
+	pthread_barrier_wait(r->go);
+	r->status = rshare_var_free(r->var);
+	return NULL;
+}
+
+/* Two handles on one VAR (the allocated one and a copy in another context)
+ * freed at once: one destroys it, the other is refused; neither reaches
+ * _mlx5dv_free_var for a VAR already gone (the stand-in would abort). */
+void case_var_free_race(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = open_dev(t->name), *b = import_dev(a);
+	struct free_race r[2];
+	pthread_barrier_t go;
+	pthread_t th[2];
+	size_t len;
+
+	for (int round = 0; round < 100; round++) {
+		rshare_var *va, *copy;
+
+		REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+		REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
+		REQUIRE_OK(rshare_var_import(b, blob, len, &copy));
+		pthread_barrier_init(&go, NULL, 2);
+		r[0] = (struct free_race){ va, &go, -1 };
+		r[1] = (struct free_race){ copy, &go, -1 };
+		for (int i = 0; i < 2; i++)
+			REQUIRE(pthread_create(&th[i], NULL, free_racer, &r[i]) == 0);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&go);
+		CHECK((r[0].status == RSHARE_OK) + (r[1].status == RSHARE_OK) == 1);
+		CHECK(r[0].status == RSHARE_E_NOT_FOUND || r[1].status == RSHARE_E_NOT_FOUND);
+		/* The refused handle stays live until unimported. */
+		for (int i = 0; i < 2; i++)
+			if (r[i].status != RSHARE_OK)
+				CHECK_OK(rshare_var_unimport(r[i].var));
+	}
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}

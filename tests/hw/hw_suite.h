@@ -61,6 +61,7 @@ void case_table_identity(const struct hw_target *t);
 void case_var_stale(const struct hw_target *t);
 void case_var_unimport_once(const struct hw_target *t);
 void case_identity_fields(const struct hw_target *t);
+void case_var_free_race(const struct hw_target *t);
 
 /* hw_mr_dm_cases.c */
 void case_caps(const struct hw_target *t);

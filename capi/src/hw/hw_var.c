@@ -13,6 +13,7 @@
  * free first check that the VAR is still there (check_alive).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -219,18 +220,27 @@ void rs_hw_var_unimport(struct rs_ctx *ctx, struct rs_var_info *var)
 	var->prov = NULL;
 }
 
+/* Serialises VAR frees in this process, so that of two handles on one VAR
+ * (say an allocated one and an imported copy) freed at once by two
+ * threads, the second always sees the first's destroy. */
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int rs_hw_var_free(struct rs_ctx *ctx, struct rs_var_info *var)
 {
+	int status;
+
 	/* _mlx5dv_free_var() asserts that the destroy succeeds: a VAR that is
 	 * already gone (freed by another process, or the device removed) would
 	 * abort the whole process. So first make sure it is still there; only
-	 * a destroy racing with this one in another process can still get
+	 * a destroy by another process racing with this one can still get
 	 * past (docs/hardware.md). */
-	int status = check_alive(ctx, var, "free");
-
+	pthread_mutex_lock(&free_lock);
+	status = check_alive(ctx, var, "free");
+	if (!status)
+		rs_hw_verbs()->free_var(var->prov);
+	pthread_mutex_unlock(&free_lock);
 	if (status)
 		return status;
-	rs_hw_verbs()->free_var(var->prov);
 	rs_hw_seen_freed(ctx, var);
 	var->prov = NULL;
 	return RSHARE_OK;
