@@ -261,6 +261,39 @@ static struct child broker_killed(struct child d, const char *ep)
 	return d;
 }
 
+/* The shell commands: publish (persistent), shares, attach -- CMD. */
+static void cli(const char *ep)
+{
+	const char *rs = getenv("RSHARE_CLI");
+	char cmd[512], out[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s publish --socket %s --persistent cli/x >/dev/null", rs, ep);
+	CHECK(system(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "%s shares --socket %s --json", rs, ep);
+	REQUIRE((f = popen(cmd, "r")) != NULL);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	CHECK(pclose(f) == 0);
+	CHECK(strstr(out, "\"name\":\"cli/x\"") && strstr(out, "\"blobs\":[\"pd\",\"var\"]") &&
+	      strstr(out, "\"persistent\":true"));
+	/* CMD gets the device fd (inherited) and the blobs' text forms. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s attach --socket %s cli/x -- sh -c 'test -e /proc/self/fd/$RSHARE_DEVICE_FD && "
+		 "%s inspect $RSHARE_VAR'", rs, ep, rs);
+	REQUIRE((f = popen(cmd, "r")) != NULL);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	CHECK(pclose(f) == 0);
+	CHECK(strstr(out, "\"kind\":\"var\"") != NULL);
+	snprintf(cmd, sizeof(cmd), "%s attach --socket %s --timeout 100 cli/none 2>/dev/null", rs, ep);
+	CHECK(WEXITSTATUS(system(cmd)) == 1);
+	snprintf(cmd, sizeof(cmd), "%s shares --socket %s | grep -q persistent", rs, ep);
+	CHECK(system(cmd) == 0);
+	CHECK_OK(rshare_broker_withdraw_name(ep, "cli/x"));
+}
+
 int main(int argc, char **argv)
 {
 	struct child d;
@@ -281,6 +314,7 @@ int main(int argc, char **argv)
 	attach_waits(path);
 	publisher_killed(path);
 	persistent(path);
+	cli(path);
 	d = broker_killed(d, path);
 	kill(d.pid, SIGTERM);
 	CHECK(finish(&d) == 0); /* a clean exit on SIGTERM */

@@ -102,4 +102,10 @@ void bench_share_release(void);
 /* The peer side, when exec'd as `rshare-bench __peer MODE FD`. */
 int bench_share_peer(int argc, char **argv);
 
+/* bench_broker.c: attach by name through a broker in another process
+ * against the raw fd round trip to that process (no arg). */
+int bench_broker(const struct bench_env *env, const void *arg, struct bench_result *r);
+/* The peer side, when exec'd as `rshare-bench __broker-peer EP DEVICE`. */
+int bench_broker_peer(int argc, char **argv);
+
 #endif

@@ -193,6 +193,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "__peer"))
 		return bench_share_peer(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "__broker-peer"))
+		return bench_broker_peer(argc - 1, argv + 1);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': device = optarg; break;

@@ -57,6 +57,8 @@ const struct bench_row bench_rows[] = {
 	{ "share", "  + import each blob", SHARE(SHARE_IMPORT, 1000, false), 0, NULL },
 	{ "share", "first share, fresh peer", SHARE(SHARE_CHANNEL, 1, true), 0, NULL },
 	{ "share", "  + import the blob", SHARE(SHARE_IMPORT, 1, true), 0, NULL },
+	{ "share", "attach by name (broker)", bench_broker, NULL, 2.0,
+	  "a connection accepted per attach (the broker's hop), its lookup and policy check, and the device import" },
 };
 
 const size_t bench_nrows = sizeof(bench_rows) / sizeof(bench_rows[0]);
