@@ -369,6 +369,13 @@ static void test_hostile(void)
 		CHECK(recv(silent[i], &c, 1, 0) == 0);
 		close(silent[i]);
 	}
+	/* The connection attach keeps, closed by the broker's idle timeout
+	 * meanwhile: the next attach notices and connects afresh. */
+	CHECK_OK(rshare_broker_attach(path, "h/ok", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d));
+	usleep(450000);
+	CHECK_OK(rshare_broker_attach(path, "h/ok", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d));
 	CHECK_OK(rshare_broker_withdraw(sh));
 	pub_free(&p);
 }
@@ -478,6 +485,11 @@ static void test_fd_cycles(int cycles)
 	size_t n;
 
 	pub_make(&p);
+	/* A first cycle makes the connection attach keeps. */
+	REQUIRE_OK(rshare_broker_publish(path, "cycle", p.dev, p.payload, p.len, NULL, &sh));
+	REQUIRE_OK(rshare_broker_attach(path, "cycle", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d));
+	CHECK_OK(rshare_broker_withdraw(sh));
 	before = settled_fds();
 	for (int i = 0; i < cycles && !bad; i++) {
 		bad |= rshare_broker_publish(path, "cycle", p.dev, p.payload, p.len, NULL, &sh) != 0;
@@ -511,6 +523,11 @@ int main(int argc, char **argv)
 	test_policy();
 	test_hostile();
 	test_scale();
+	/* The fd count with the default idle time: the connection this
+	 * process keeps for attach must not be closed by the broker halfway. */
+	CHECK_OK(rshare_broker_stop(b));
+	unsetenv("RSHARE_BROKER_IDLE_MS");
+	REQUIRE_OK(rshare_broker_start(path, &b));
 	test_fd_cycles(10000);
 	CHECK_OK(rshare_broker_stop(b));
 	CHECK(count_fds() == fds0);

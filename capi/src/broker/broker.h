@@ -20,6 +20,10 @@ int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX]);
  * with errno ENOENT or ECONNREFUSED when no broker listens there. */
 int rsb_connect(const char *endpoint, int *fd);
 
+/* Close this process's kept client connection to path, if any (a broker
+ * stopping in this process). */
+void rsb_client_forget(const char *path);
+
 /* A listening socket and what the broker must undo when it stops. */
 struct rsb_listener {
 	int fd;

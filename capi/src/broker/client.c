@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -184,6 +186,108 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
 	return status;
 }
 
+/* ---- the kept connection ---------------------------------------------------
+ * Attach is the call programs repeat (the bindings wait in slices of it),
+ * so its connection is kept for the next one: no socket, connect, accept
+ * and credential lookup per attach, the broker's one hop is the request.
+ * One per process. It is never reused by another process (after a fork:
+ * the child forgets its copy), under other credentials (the broker judged
+ * those when it accepted the connection), for another endpoint, or once the
+ * broker closed it or wrote to it unasked (its idle timeout). */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static struct {
+	int fd;
+	pid_t pid;
+	uid_t euid;
+	gid_t egid;
+	char path[RSB_PATH_MAX];
+} kept = { .fd = -1 };
+
+static void kept_prepare(void) { pthread_mutex_lock(&kept_lock); }
+static void kept_release(void) { pthread_mutex_unlock(&kept_lock); }
+static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_release); }
+
+/* The kept connection to path, if usable (it is then no longer kept), or -1. */
+static int kept_take(const char *path)
+{
+	int fd = -1;
+
+	pthread_once(&kept_once, kept_init);
+	pthread_mutex_lock(&kept_lock);
+	if (kept.fd >= 0) {
+		struct pollfd p = { .fd = kept.fd, .events = POLLIN };
+
+		if (kept.pid == getpid() && kept.euid == geteuid() && kept.egid == getegid() &&
+		    strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
+			fd = kept.fd;
+		else
+			close(kept.fd); /* in a forked child, only its own copy */
+		kept.fd = -1;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	return fd;
+}
+
+/* Keep fd (a connection to path that just completed a request). */
+static void kept_put(int fd, const char *path)
+{
+	pthread_mutex_lock(&kept_lock);
+	if (kept.fd < 0) {
+		kept.fd = fd;
+		kept.pid = getpid();
+		kept.euid = geteuid();
+		kept.egid = getegid();
+		memcpy(kept.path, path, strlen(path) + 1);
+		fd = -1;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+void rsb_client_forget(const char *path)
+{
+	pthread_mutex_lock(&kept_lock);
+	if (kept.fd >= 0 && kept.pid == getpid() && strcmp(kept.path, path) == 0) {
+		close(kept.fd);
+		kept.fd = -1;
+	}
+	pthread_mutex_unlock(&kept_lock);
+}
+
+/* One request and its reply on the kept connection to endpoint, or a new
+ * one (also when the kept one turns out closed by the broker). */
+static int transact_kept(const char *endpoint, const uint8_t *req, size_t len, uint8_t want,
+			 int64_t timeout_ms, uint8_t *rx, struct reply *rep)
+{
+	char path[RSB_PATH_MAX];
+	int status = rsb_resolve(endpoint, path);
+
+	for (int attempt = 0; !status && attempt < 2; attempt++) {
+		int s = kept_take(path);
+		bool reused = s >= 0;
+
+		if (!reused && (status = rsb_connect(path, &s)) != RSHARE_OK)
+			break;
+		status = send_request(s, req, len, -1);
+		if (!status)
+			status = recv_reply(s, want, timeout_ms, rx, rep);
+		if (!status) {
+			kept_put(s, path);
+			break;
+		}
+		close(s);
+		/* A kept connection the broker closed meanwhile: once more on a
+		 * new one. */
+		if (!(reused && status == RSHARE_E_IO &&
+		      (rs_last_errno() == EPIPE || rs_last_errno() == ECONNRESET)))
+			break;
+		status = RSHARE_OK;
+	}
+	return status;
+}
+
 static int check_name(const char *name)
 {
 	if (!name)
@@ -353,12 +457,12 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 	buf = malloc(RX_MAX);
 	if (!buf)
 		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
-	status = transact(endpoint, buf,
+	status = transact_kept(endpoint, buf,
 			  rsb_encode_attach(buf, name,
 					    timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
 					    wire_cap),
 			  RSB_ATTACH, timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf,
-			  &rep, NULL);
+			  &rep);
 	if (status)
 		goto out;
 	if (rep.h.status == RSHARE_E_NOSPACE && rep.h.len == 4 &&

@@ -86,6 +86,7 @@ int rshare_broker_stop(rshare_broker *broker)
 		RS_RETURN(status);
 	e = slot->u.any;
 	if (e->pid == getpid()) {
+		rsb_client_forget(rsb_server_path(e->srv));
 		rsb_server_wake(e->srv);
 		pthread_join(e->thread, NULL);
 		rsb_server_free(e->srv);
