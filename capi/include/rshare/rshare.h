@@ -447,7 +447,8 @@ RSHARE_API int rshare_var_unmap(rshare_var *var);
  * rshare_pd_free() of pd answer RSHARE_E_BUSY. On success *out is a new
  * handle. Since 1.1.
  * Returns RSHARE_OK; RSHARE_E_INVAL (NULL addr or out, length 0, unknown
- * access flags); RSHARE_E_STALE (pd); RSHARE_E_UNSUPPORTED (a device without
+ * access flags); RSHARE_E_STALE (pd); RSHARE_E_NOT_FOUND (the PD was freed,
+ * e.g. by another process); RSHARE_E_UNSUPPORTED (a device without
  * RSHARE_CAP_MR); RSHARE_E_NOMEM; RSHARE_E_PERM; RSHARE_E_IO.
  */
 RSHARE_API int rshare_mr_reg(rshare_pd *pd, void *addr, size_t length,
