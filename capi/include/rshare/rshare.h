@@ -89,7 +89,8 @@ enum rshare_limits {
 };
 
 /** The header's version as an enum member, for FFI declarations that cannot
- * see macros (since 1.1): equal to RSHARE_VERSION_NUMBER. */
+ * see macros (since 1.1): equal to RSHARE_VERSION_NUMBER, so, unlike every
+ * other enum value, it changes with each release of the header. */
 enum rshare_header_version {
 	RSHARE_HEADER_VERSION = 10100
 };
