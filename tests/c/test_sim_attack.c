@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -88,9 +89,22 @@ static uint32_t dead_pid(void)
 	return 0;
 }
 
+/* On CPU cpu if there are two (best effort: the test holds without). */
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 /* 2. The peer writes a new dead holder into the word without pause. */
 static void lock_churn(void)
 {
+	cpu_set_t cpus;
 	rshare_device *dev;
 	uint32_t dead = dead_pid();
 	pid_t peer;
@@ -102,8 +116,9 @@ static void lock_churn(void)
 	REQUIRE(peer >= 0);
 	if (peer == 0) {
 		struct sim_table *t = peer_map(fd, NULL);
-
 		uint32_t me = (uint32_t)getpid();
+
+		pin_to(1); /* beside the victim, not taking turns with it */
 
 		/* Alternately a pid nobody has and our own (live) pid with a
 		 * start tag that is not ours: the waiter's check of the latter
@@ -120,6 +135,8 @@ static void lock_churn(void)
 			usleep(1000);
 		munmap(t, n);
 	}
+	REQUIRE(sched_getaffinity(0, sizeof(cpus), &cpus) == 0);
+	pin_to(0);
 	/* Without the fix the first call never returns: the alarm ends the
 	 * test (default action) well before ctest's timeout. */
 	alarm(30);
@@ -136,6 +153,7 @@ static void lock_churn(void)
 		}
 	}
 	alarm(0);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
 	kill_peer(peer);
 	/* The peer is gone: its last value names a dead holder, taken over. */
 	{
