@@ -4,9 +4,11 @@
  *
  * The peer is this program exec'd (`rshare-bench __peer MODE`, socket on
  * fd 3), so it is a fresh process, not a fork holding the parent's state.
- * Each mode is measured in its own block with its own peer: the work a mode
- * leaves behind (a device close, deferred unmaps) lands in its own samples,
- * never in the next mode's. Repeated rows keep one peer for the whole block
+ * Each mode is measured in its own blocks with its own peer: the work a
+ * mode leaves behind (a device close, deferred unmaps) lands in its own
+ * samples, never in the next mode's; the floor's blocks and the mode's
+ * alternate (PARTS of each), so load that drifts during the run falls on
+ * both. Repeated rows keep one peer for the whole block
  * after an untimed warm-up; first-share rows start a new peer per sample
  * and time only the first message it receives (the peer has loaded the
  * library but never opened a device).
@@ -26,6 +28,9 @@
 #define REPEAT_ROUNDS 400
 #define REPEAT_WARMUP 20
 #define FRESH_ROUNDS 40
+/* Blocks per mode, alternating with the floor's: load that drifts during
+ * the run (other jobs on the machine) then falls on both alike. */
+#define PARTS 4
 #define MAX_BLOBS 1000
 #define PEER_FD 3
 
@@ -164,7 +169,7 @@ static int share_block(const struct bench_env *env, int mode, bool fresh,
 	uint64_t d = 0;
 
 	if (fresh) {
-		int rounds = FRESH_ROUNDS / env->scale + 2;
+		int rounds = FRESH_ROUNDS / PARTS / env->scale + 2;
 
 		for (int i = 0; i < rounds; i++) {
 			if (peer_start(env, mode, &p))
@@ -180,7 +185,7 @@ static int share_block(const struct bench_env *env, int mode, bool fresh,
 	}
 	if (peer_start(env, mode, &p))
 		return -1;
-	for (int i = 0; i < REPEAT_ROUNDS / env->scale + REPEAT_WARMUP; i++) {
+	for (int i = 0; i < REPEAT_ROUNDS / PARTS / env->scale + REPEAT_WARMUP; i++) {
 		d = round_trip(env, mode, p.sock, payload, len);
 		if (!d)
 			break;
@@ -223,15 +228,16 @@ int bench_share(const struct bench_env *env, const void *arg, struct bench_resul
 {
 	static uint8_t payload[RSHARE_PAYLOAD_MAX];
 	const struct share_spec *spec = arg;
-	size_t cap = REPEAT_ROUNDS + FRESH_ROUNDS + 8, len = 0;
+	size_t cap = REPEAT_ROUNDS + FRESH_ROUNDS + 8 * PARTS, len = 0;
 	struct series raw = series_new(cap), mine = series_new(cap);
 	int s = make_payload(env, spec->nblobs, payload, &len);
 
-	/* The floor first, then the mode, each in its own block. */
-	if (!s)
+	/* The floor, then the mode, each in its own block, PARTS times. */
+	for (int part = 0; part < PARTS && !s; part++) {
 		s = share_block(env, SHARE_RAW, spec->fresh, payload, len, &raw);
-	if (!s)
-		s = share_block(env, spec->mode, spec->fresh, payload, len, &mine);
+		if (!s)
+			s = share_block(env, spec->mode, spec->fresh, payload, len, &mine);
+	}
 	if (s) {
 		fprintf(stderr, "rshare-bench: the sharing peer failed\n");
 	} else {
