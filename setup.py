@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Build the compiled module rshare._rshare for pip (metadata: pyproject.toml).
 
 The module is SWIG's wrapper of swig/rshare.i plus the hand-written C in

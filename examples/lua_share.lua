@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- Share a PD and a VAR with a child Lua process started by os.execute, with
 -- nothing but the standard library: the child inherits a duplicate of the
 -- device fd (dev:inheritable_fd(); the device's own fd is close-on-exec) and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Share a PD and a VAR with worker processes and watch their VAR writes.
 
 Runs anywhere: without an RDMA device it uses the simulated device sim0.

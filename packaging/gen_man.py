@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Generate the rshare manual pages, in roff, at build time.
 
 Section 3 comes from the public header's doc comments, one page per

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Benchmark of the Python bindings (a measurement, not a test).
 
 1. ``dev.import_pd(blob).unimport()`` through the rshare package (SWIG

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # rshare quick start, on a fresh Debian 12 machine as root (or any machine
 # that already has the packages below):
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Compare a built librshare.so.1 with the checked-in ABI baseline.
 
   check_abidiff.py --lib L --header H --baseline abi/librshare.so.1.abi

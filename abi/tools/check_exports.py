@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Check that the three lists of the ABI agree exactly:
 
   the functions declared in the public header,

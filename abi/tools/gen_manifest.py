@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Generate the machine-readable ABI manifest (abi/rshare.abi.json) from the
 public header and the symbol map.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Turn the ABI manifest (abi/rshare.abi.json) into a C table for the libffi
 conformance harness (tests/ffi), at build time:
 

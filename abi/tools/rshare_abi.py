@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Readers for the three views of the librshare ABI: the public header, the
 symbol map and the built library. Shared by the gate scripts in this folder.
 

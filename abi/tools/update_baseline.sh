@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Regenerate the ABI baseline abi/librshare.so.1.abi from a built library.
 #
 #   abi/tools/update_baseline.sh BUILD_DIR/lib/librshare.so.1

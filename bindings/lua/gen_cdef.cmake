@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Generate rshare/cdef.lua, the LuaJIT FFI declarations, from the public
 # header so that they cannot drift from it: the header is run through the C
 # preprocessor against empty <stddef.h>/<stdint.h> stubs (LuaJIT knows those

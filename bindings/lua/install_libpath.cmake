@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Run by `cmake --install` (install(SCRIPT) in CMakeLists.txt): writes the
 # installed rshare/libpath.lua, the list of paths rshare.ffi tries before
 # the soname: librshare.so.1 relative to libpath.lua itself (found through

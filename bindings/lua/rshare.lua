@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- require "rshare": the rshare Lua API.
 --
 -- Under LuaJIT this is rshare.ffi (librshare.so.1 through the FFI); under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Run by `cmake --install` (install(SCRIPT), component "python"): the
 # package goes to the site directory of the install-time prefix, which
 # sitedir.py computes (so `cmake --install build --prefix /usr` lands in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Print where `cmake --install` puts the Python package, relative to the
 install prefix given as argv[1] (run at install time, so a --prefix given
 to `cmake --install` is honoured).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Use a shared PD with rdma-core: receive a PD from another process and
  * register memory on it with ibv_reg_mr().

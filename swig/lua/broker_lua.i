@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker for Lua 5.4 (since 1.1), hand-written like var_read: the
  * options struct is built here from Lua tables. Same convention as the rest

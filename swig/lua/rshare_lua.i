@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Lua typemaps for the abstract patterns named in ../rshare.i.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker calls for Python (since 1.1), hand-written like wait.c because
  * they block: each runs without the interpreter lock, and attach waits in

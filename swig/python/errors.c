@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * A negative status becomes the rshare.Error subclass the package
  * registered for it (rshare/_errors.py builds the table from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The hand-written parts of rshare._rshare, added to the module SWIG made
  * (see pymodule.h for what each file does). */
 #include "pymodule.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The C base types of the package's classes: rshare._rshare.Context (base
  * of rshare.Device) and rshare._rshare.Object (base of rshare.PD, rshare.Var

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The hand-written C parts of the compiled module rshare._rshare, beside
  * what SWIG generates from rshare.i:

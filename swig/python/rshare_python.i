@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Python typemaps for the abstract patterns named in ../rshare.i.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The blocking channel calls as Python's socket module behaves:
  *  - the interpreter lock is released while waiting, so other threads run;

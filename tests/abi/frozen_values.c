@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The numbers of the C ABI that may never change: status codes, enum values,
  * limits and the major version. The literals below are the 1.0 values, typed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """A throw-away copy of the library's sources, header and map that a test can
 mutate, build in a second or two with cc (no CMake), and put through every
 check of the ABI gate. Used by test_gate_mutations.py.

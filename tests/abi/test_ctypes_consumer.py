@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """A consumer of librshare.so.1 that compiles nothing: Python's ctypes (libffi
 underneath) and the documented C ABI only, no SWIG module. The declarations
 below are written from rshare.h the way any FFI user would write them; if a

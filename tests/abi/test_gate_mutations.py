@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The ABI gate catches every kind of break it promises to catch.
 
 Each test copies the library sources, header and map to a temp dir, applies

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The version node proven in both directions against the real 1.0 library,
 built from git history (commit 9baa67d, the last 1.0 tree):
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helpers shared by the broker tests: a private directory for sockets, a
  * publish of a fresh PD + VAR, raw protocol messages for hostile clients. */
 #ifndef RSHARE_TEST_BROKER_UTIL_H

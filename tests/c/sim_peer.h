@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What the simulated-table tests need to play a peer that pokes the shared
  * file directly: the whole memfd mapped, the lock taken the way a process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The blob parser against hostile input: every truncation and every
  * single-bit flip of valid PD, VAR, MR and DM blobs is refused with the

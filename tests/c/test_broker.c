@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker inside one process (an embedded broker, clients on other
  * threads and in forked children): endpoints, names, publish / attach /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Named sharing between unrelated processes: each side is this program
  * started afresh (fork + exec, no fd inherited but stdin/stdout/stderr),

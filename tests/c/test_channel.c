@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The channel: fd + payload over stream and seqpacket sockets, the NOSPACE
  * retry that loses nothing, and hostile messages (no fd, wrong fd, two fds,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The `rshare` command, run as a user would: every subcommand, its output
  * and its exit status, including the error paths. RSHARE_CLI names the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Devices: listing, open, import of good and bad fds, accessors, close. */
 #include <fcntl.h>
 #include <stdint.h>

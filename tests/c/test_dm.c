@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Device memory on the simulated device, against the 1.1 contract: alloc,
  * length, bounds-checked and overflow-safe read/write (nothing written past

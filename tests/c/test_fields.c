@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The 1.1 scalar API on the simulated device: the version number, device
  * capabilities, the native escape hatch (refused on sim0), rshare_var_handle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What a forked child owns: the parent has a live PD (allocated and
  * imported), a mapped VAR, an MR and device memory; the child closes the

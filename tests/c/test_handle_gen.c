@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Generations never come back. A slot's generation counts the objects that
  * died in it; at 2^32 - 1 the slot is retired instead of wrapping to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Handles: NULL gives INVAL, anything not live gives STALE, for every
  * function that takes one, including after heavy reuse of the slots and

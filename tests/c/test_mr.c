@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory regions on the simulated device, against the 1.1 contract:
  * register, attributes, export/import into the right PD (and refusal into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* PD life cycle: alloc, export, import, unimport, free, and their failures. */
 #include "harness.h"
 

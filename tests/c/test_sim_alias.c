@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * VAR pages are never aliased. Process B (a fresh exec of this test) keeps
  * a mapping of VAR 1's page; A frees VAR 1 and allocates every VAR it can:

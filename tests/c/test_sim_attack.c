@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Attacks from a review of the rebuilt sim0, each a finding that once broke
  * a claim of sim_table.h, kept as a regression test:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The hostile peer, knowing nothing of the layout: it maps the whole memfd
  * and writes random and structured values (0, -1, small integers, its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sim0's memory regions and device memory: through the public API across
  * processes (keys, PD binding, a PD with MRs refused by another process,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Layout-aware attacks, one per finding of issue 9, each against a victim
  * that must only ever get a documented status, within the lock bound:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The simulated table against peers that misbehave with the layout in
  * mind: one killed (SIGKILL) while holding the table lock, ones killed in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Kernel scale: 100,000 live objects in one table, handles handed out
  * lowest-free first as the kernel's IDR does, memory that follows what is

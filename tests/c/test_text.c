@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The text form: round trips, the NOSPACE convention and bad text. */
 #include "harness.h"
 

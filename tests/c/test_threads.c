@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Many threads at once: importing and unimporting one blob, racing to
  * release the same handle, mapping the same VAR, and closing a device that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* VAR life cycle, attributes and the mapping of its page. */
 #include <stdint.h>
 #include <sys/mman.h>

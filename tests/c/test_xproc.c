@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Real cross-process sharing on the simulated device:
  *  - exec'd children get the device fd over the channel, import a PD and a

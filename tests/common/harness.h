@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The C tests' harness: CHECK records a failure and goes on, so one run
  * shows every broken expectation; REQUIRE stops a test that cannot go on.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Types of the ABI table that abi/tools/manifest_to_c.py generates from the
  * manifest (abi/rshare.abi.json) for the libffi harness. */
 #ifndef RSHARE_FFI_ABI_TABLE_TYPES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Calling librshare.so.1 the way a dynamic-language FFI does: dlopen by
  * soname, dlvsym each function at the version node the manifest names, and

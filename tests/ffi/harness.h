@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The two halves of the libffi conformance harness (tests/ffi). */
 #ifndef RSHARE_FFI_HARNESS_H
 #define RSHARE_FFI_HARNESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The full sharing scenario on the simulated device, every call through
  * ffi_call: open, PD and VAR alloc, export, text form and back, describe,

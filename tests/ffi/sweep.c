@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The misuse sweep: every function of the manifest, called through ffi_call
  * with each handle NULL, stale, of the wrong kind or garbage, each required

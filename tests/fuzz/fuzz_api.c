@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer target: programs of API calls. The input is a sequence of
  * operations on devices, PDs, VARs, MRs, DM, blobs and the channel; each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer target for everything that parses outside input: blobs of every
  * kind (PD, VAR, MR, DM; every scalar field, every import; as

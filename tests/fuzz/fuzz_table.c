@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libFuzzer target for the simulated table as untrusted shared memory: the
  * input is a program of steps, each either a write of the fuzzer's choice

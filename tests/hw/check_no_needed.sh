@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # librshare must load on hosts without rdma-core: no DT_NEEDED entry may
 # name libibverbs or libmlx5 (they are dlopen()ed at run time).
 #   check_no_needed.sh path/to/librshare.so.1

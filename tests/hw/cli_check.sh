@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The rshare CLI through the hardware provider.
 #   cli_check.sh RSHARE_BIN STANDIN_DIR MISSING_DIR
 # With the stand-in rdma-core, `rshare devices` lists its devices as hw

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stand-in answers as upstream rdma-core and the kernel do, and rshare
  * turns each answer into the right status and message.

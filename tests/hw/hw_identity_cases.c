@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Identity on the hardware path: a reused PD handle, a blob of another
  * context on the same device and a stale VAR blob are refused; rdma-core's

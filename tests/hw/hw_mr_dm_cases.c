@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * MRs and device memory through the hardware provider, and what the
  * device reports it can do.

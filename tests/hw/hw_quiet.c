@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rshare without usable rdma-core must stay the simulated library it is:
  * sim0 listed (last), opened by default when there is no hardware, an

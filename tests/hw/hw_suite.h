@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The hardware suite: what it runs against, and its cases. */
 #ifndef RSHARE_HW_SUITE_H
 #define RSHARE_HW_SUITE_H

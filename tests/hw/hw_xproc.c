@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Sharing with another process: the parent sends its device fd and the
  * blobs over an rshare channel to a child (fork + exec of this program),

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- The rshare Lua API, function by function and error by error, on the
 -- simulated device. The same script runs under lua5.4 (rshare over SWIG) and
 -- luajit (rshare.ffi), which is what keeps the two modules' APIs identical.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- LuaJIT: what rshare.ffi's objects cost over the bare FFI calls they wrap.
 --  * an allocation-free method, pd:handle(), against
 --    C.rshare_pd_handle(h, cell);

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- A process of its own for tests/lua/broker_test.lua, meeting the test
 -- only by name:
 --   broker_child.lua MODULE attach EP NAME TIMEOUT   attach, check the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- Named shares from Lua (rshare.serve/publish/attach/shares/withdraw) with
 -- real processes: the other sides are fresh interpreters (broker_child.lua)
 -- started through the shell, meeting this one only by name, through a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- LuaJIT: the generated cdef against the ABI. Every function the header
 -- declares is in abi/rshare.map and resolves in librshare.so.1 (and the
 -- other way round), every status enum member agrees with

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- Run by installed_test.sh under lua5.4 or luajit, with LUA_PATH/LUA_CPATH
 -- reaching only an installed prefix and no LD_LIBRARY_PATH: the installed
 -- module loads, maps the prefix's librshare.so.1 (not some other copy), and

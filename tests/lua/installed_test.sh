@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The installed Lua modules, used as Lua users would: `cmake --install` of
 # the lib and lua components into a temporary prefix (outside the system
 # directories), then lua5.4 and luajit with LUA_PATH/LUA_CPATH reaching

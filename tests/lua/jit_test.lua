@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- LuaJIT: rshare.ffi's hot paths compile. Each loop below runs under a
 -- jit.attach trace hook (the events `luajit -jv` prints) twice:
 --  1. warm-up: fails on any abort for a missing feature ("NYI: ...", e.g.

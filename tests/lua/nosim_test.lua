@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- With RSHARE_SIM=0 in the environment (set by ctest) the simulated device
 -- is hidden: opening it fails with RSHARE_E_NODEV, the list lacks it.
 --   usage: RSHARE_SIM=0 nosim_test.lua <module name>

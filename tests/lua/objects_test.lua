@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- rshare/objects.lua, the object layer both modules share, over a fake
 -- backend written in Lua: what the real backends cannot show on demand,
 -- above all the finalizers in every order a closing Lua state may run them

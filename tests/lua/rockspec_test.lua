@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- The rockspec at the top of the tree: `luarocks lint` accepts it, it loads
 -- as Lua (a rockspec is a chunk of global assignments), is named after its
 -- package and version, and names only things that exist: the CMake build,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- Child of share_parent.c, run by lua5.4 or luajit: receives a device, a PD
 -- and a VAR from the parent, checks them, writes into the shared VAR page and
 -- replies with a PD of its own. Any failed check exits non-zero.

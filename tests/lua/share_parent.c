@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Cross-language, cross-process sharing test: a C parent owns a simulated
  * device, a PD and a VAR; Lua 5.4 and LuaJIT children import them and write

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- A tiny assertion library for the rshare Lua tests, so they run on a bare
 -- lua5.4 or luajit: every check raises on failure, run() reports each case
 -- and exits non-zero if any failed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The bash completion of rshare, driven as bash drives it: COMP_WORDS and
 # COMP_CWORD set, _rshare called with the command's path as $1.
 # usage: bash completion_test.bash COMPLETION_FILE RSHARE

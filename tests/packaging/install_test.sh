@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The installed rshare, used as its users would: `cmake --install` into a
 # temporary prefix, then
 #   - the installed command runs without LD_LIBRARY_PATH (its RUNPATH);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The installed manual: install the dev and bin components into a temporary
 # prefix, then
 #   - man renders every page (aliases included) without a groff warning;

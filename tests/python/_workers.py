@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Worker code for the cross-process tests.
 
 Importable (multiprocessing pickles these functions by name) and runnable

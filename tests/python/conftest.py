@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Shared fixtures: a fresh simulated device per test, and a helper that
 runs Python worker scripts in real child processes."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Unit tests of every public call, on the simulated device."""
 
 import json

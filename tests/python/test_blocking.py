@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """rshare.recv/send wait like the socket module's calls: without the
 interpreter lock, interruptible by Ctrl-C, honouring the socket's timeout
 and non-blocking mode (issue 14)."""

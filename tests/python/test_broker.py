@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Named shares through a broker, from Python, with real processes: each
 other side is a fresh interpreter started by subprocess (no fd inherited),
 meeting this one only by name, through a broker embedded here and through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Sharing across real processes on the simulated device.
 
 A parent shares its device context, a PD and a VAR; every worker imports

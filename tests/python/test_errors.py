@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The exception classes: one per C status, bound to the C status table."""
 
 import pickle

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """What a process made by fork() owns (issue 14): handles it inherited are
 released locally when it closes the inherited Device, never freed, so the
 README's worker pattern works under every start method."""

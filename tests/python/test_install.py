@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Installing the package: `cmake --install` (into the interpreter's layout
 for the install-time prefix) and `pip install` (pyproject.toml + setup.py,
 offline, with Debian's setuptools), each with package metadata."""

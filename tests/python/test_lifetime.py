@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Lifetimes: nothing a Python program does, in any order, may crash the
 interpreter, leave a dangling memoryview or destroy a shared object
 implicitly."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Messages and exception types a Python user sees (issue 14): no SWIG
 internals, the caller's own values named, the usual builtin bases."""
 

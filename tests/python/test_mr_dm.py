@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The 1.1 objects in Python: memory regions (PD.reg_mr/import_mr) and
 device memory (Device.alloc_dm/import_dm), capabilities, the version, the
 native addresses, scalar blob fields; in one process and across real

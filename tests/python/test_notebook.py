@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """examples/broker_share.ipynb, executed headless with Debian's nbclient in
 a fresh python3 kernel: the kernel publishes a PD and a VAR by name, a
 process it starts on its own attaches and writes into the VAR page, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """mypy --strict is clean on the package and on correct user code (issue 14):
 the package ships py.typed and a stub of the compiled module."""
 

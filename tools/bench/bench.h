@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rshare-bench: the benchmark program, kept apart from the `rshare` command
  * so that the command links only the public library. The bench also links

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Attach by name through a broker against the raw sendmsg(SCM_RIGHTS) round
  * trip that hands over the same device fd and payload, measured in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The benchmark's rows, in output order. A row is one entry: its section,
  * its name, the runner and the runner's argument, and the aim (the highest

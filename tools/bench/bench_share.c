@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Sharing: a full round trip to another process against a raw
  * sendmsg(SCM_RIGHTS) round trip carrying the same payload.

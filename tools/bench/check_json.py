@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Run rshare-bench --quick --json and check its output: one JSON object
 with a row for every table entry, each with positive medians, a ratio or a
 difference, and for rows with an aim, whether it was met (and why not)."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare attach NAME [-- CMD ARGS...]: attach to a share; print what it
  * holds, or run CMD with the device fd and the blobs' text forms in its
  * environment: RSHARE_DEVICE_FD, RSHARE_BLOBS (space-separated) and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # check_links.sh RSHARE [CONTROL]
 # The `rshare` command must be a plain user of the public library: it needs
 # librshare.so.1 and has none of the library's internal code (rs_* symbols)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare inspect BLOB|FILE|- : the text form, a binary blob file, or stdin
  * (either form), printed as JSON. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare: list devices, run the sharing demo, inspect blobs. The benchmark is
  * a separate program, rshare-bench (tools/bench). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare publish NAME: allocate a PD and/or a VAR on a device and publish
  * them (the device and their blobs) under NAME, then stay until SIGTERM or
  * SIGINT (the share goes with this process), or with --persistent return at

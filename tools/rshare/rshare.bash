@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bash completion for rshare(1). Commands and options are read from the
 # command's own --help output, so they follow the installed version.
 _rshare()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare serve [--socket PATH]: the broker in the foreground until SIGTERM
  * or SIGINT. Under systemd socket activation (no --socket) it serves the
  * socket systemd passes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare shares [--socket PATH] [--json]: what a broker holds. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- rshare.broker: named shares through a broker, for both Lua modules
 -- (rshare.swig under Lua 5.4, rshare.ffi under LuaJIT). Each module calls
 -- broker.extend(M) at load time; the functions then are rshare.serve,

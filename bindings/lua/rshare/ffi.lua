@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- rshare.ffi: librshare.so.1 for LuaJIT through the FFI. The API itself
 -- (classes, conventions) is rshare/objects.lua; this file is its backend:
 -- C calls in rshare.core's status-first form, ffi.gc finalizers, and the

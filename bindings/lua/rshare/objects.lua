@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- The rshare Lua API, written once for both modules: rshare.ffi (LuaJIT)
 -- and rshare.swig (Lua 5.4) each hand build() a small backend table and get
 -- back the module: the device, PD, VAR and map classes and the module

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- rshare.swig: the rshare Lua API for PUC Lua 5.4 over the SWIG-built C
 -- module rshare.core (swig/rshare.i + swig/lua/rshare_lua.i). The API itself
 -- (classes, conventions) is rshare/objects.lua; this file is its backend.

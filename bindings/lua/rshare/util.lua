@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- Pure-Lua helpers shared by the two rshare Lua modules (rshare.ffi for
 -- LuaJIT and rshare.swig for Lua 5.4): argument checks and names of enum
 -- values. Nothing here touches C.

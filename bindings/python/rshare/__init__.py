@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """rshare: share RDMA device contexts, PDs, VARs, MRs and device memory
 between processes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Blobs: what crosses process boundaries (plain bytes, or their text form).
 
 Blobs are checked by the C library (magic, version, kind, length,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Named shares through a broker: processes that share no ancestry find a
 device and its objects by name.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Channel: a device context plus a payload over a connected AF_UNIX socket.
 
 One message carries the device's command fd (SCM_RIGHTS) and up to 64 KiB

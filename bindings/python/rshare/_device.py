@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Device: an open or imported RDMA device context (or the simulated sim0).
 
 A Device pickles only through multiprocessing, which passes its command fd

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The rshare exception hierarchy, bound to the C library's status table.
 
 Every C status below 0 has one class here. The mapping from status code to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """PD, Var, MR and DM: shared objects allocated on or imported into a Device
 (an MR lives in a PD: registered on it or imported into it).
 

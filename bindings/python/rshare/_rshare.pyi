@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Type stub of the compiled module: SWIG's functions (swig/rshare.i) and the
 # hand-written parts (swig/python/*.c). Handles are ints (generation-checked
 # tokens) or the package's objects; a negative C status raises an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rshare: share RDMA device contexts, protection domains and mlx5 VARs
  * between processes through checked, versioned export blobs.

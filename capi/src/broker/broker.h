@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker's internals: where its socket lives (endpoint.c), the serving
  * loop (server.c), shared by the embedded broker (embedded.c) and, through

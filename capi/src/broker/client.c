@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The client side of the broker: one short connection per call, except a
  * publish, whose connection is the share's lifetime (the broker withdraws a

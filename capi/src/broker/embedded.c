@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The embedded broker: the serving loop (server.c) on a thread of the
  * owning process, behind a generation-checked handle. `rshare serve` is this

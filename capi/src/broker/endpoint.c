@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Where a broker's socket lives, and taking it over safely: the default
  * path, the directory made 0700, a lock that keeps two brokers off one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Encoding and parsing of broker messages; see proto.h and docs/broker.md. */
 #include "proto.h"
 

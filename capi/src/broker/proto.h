@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker's wire protocol (docs/broker.md): one message per SOCK_SEQPACKET
  * record, a 16-byte header and a body whose length the header states.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker's serving loop: one thread, non-blocking sockets and poll(),
  * so a client that is slow, silent or hostile costs the others nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Export blobs: encoding and full validation. Byte layout, field by field:
  * abi/BLOB-FORMAT.md. The decoder treats every input as hostile: it reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare_blob_field(): one scalar of a validated blob, so that bindings
  * need not parse rshare_blob_describe()'s JSON to read a field. */
 #include "blob.h"

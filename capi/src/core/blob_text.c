@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Blob inspection and the text form ("rshare:" + unpadded base64url). */
 #include <inttypes.h>
 #include <stdio.h>

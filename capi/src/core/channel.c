@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The channel: one message = a 16-byte header, the payload, and the device
  * fd as SCM_RIGHTS ancillary data on the first byte.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device listing, open/import/close and the device accessors. */
 #include <errno.h>
 #include <pthread.h>

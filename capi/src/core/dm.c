@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Device memory: allocated on a device, shared as rdma-core's
  * ibv_import_dm does, read and written through the provider (on hardware
  * the memory is not mapped into the process). */

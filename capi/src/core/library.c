@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Library-level entry points: version, status table, diagnostics. */
 #include "rshare/rshare.h"
 #include "util/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Memory regions: registered on a PD, shared as rdma-core's
  * ibv_import_mr does (an MR is imported into the PD it was registered on,
  * imported first). An MR lives in its PD: the PD cannot be released in

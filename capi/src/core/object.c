@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The life cycle every shared object kind (PD, VAR, MR, DM) goes through:
  * making a provider object (allocated or imported from a validated blob) a
  * handle, exporting it, and releasing it locally (unimport) or for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Protection domains: the life cycle of rdma-core's PD sharing
  * (alloc, export, import, unimport, dealloc) over the provider table. */
 #include "blob.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The provider table, in listing order (hardware first), and what the rest
  * of the core asks of it by provider id. */
 #include "blob.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The providers in listing order (hardware first, then the simulated one). */
 #ifndef RSHARE_CORE_PROVIDERS_H
 #define RSHARE_CORE_PROVIDERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* mlx5 VARs: the PD life cycle plus attributes and the page mapping. */
 #include <errno.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Loads rdma-core once and resolves its symbols by version node. */
 #include "hw/hw_dl.h"
 

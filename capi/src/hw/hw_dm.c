@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Device memory through rdma-core. ibv_alloc_dm, ibv_free_dm,
  * ibv_memcpy_to_dm and ibv_memcpy_from_dm are not exported symbols: they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rdma-core reports failures as errno values; this maps them to statuses
  * and says what each one means coming from uverbs (docs/hardware.md has the
  * table per call). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Identity on hardware: what rshare can verify about a kernel object that a
  * blob names, given that handles are reused lowest-free and rdma-core offers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared by the hardware provider's files (device, PD, VAR). */
 #ifndef RSHARE_HW_INTERNAL_H
 #define RSHARE_HW_INTERNAL_H

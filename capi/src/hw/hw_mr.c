@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Memory regions through rdma-core: ibv_reg_mr@IBVERBS_1.1 (the function
  * that verbs.h's ibv_reg_mr macro calls for the access flags rshare knows),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The hardware provider: RDMA devices through rdma-core (libibverbs), loaded
  * at run time by hw_dl.c. Device contexts and PDs live here, VARs (libmlx5)

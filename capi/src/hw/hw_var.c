@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * mlx5 VARs through libmlx5 (mlx5dv). Allocation needs MLX5_1.12; sharing
  * needs the export API of rdma-core 63+ (MLX5_1.27).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What a context has seen of VARs. The kernel cannot be asked about a VAR
  * (mlx5dv_var_import makes no call), and handles, mmap offsets and pages

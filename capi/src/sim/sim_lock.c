@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The table lock: a 64-bit word in shared memory, no glibc internals.
  *

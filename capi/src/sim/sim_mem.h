@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* sim0's MR and DM operations (sim_mem.c), for the provider table. */
 #ifndef RSHARE_SIM_MEM_H
 #define RSHARE_SIM_MEM_H

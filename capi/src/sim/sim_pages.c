@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * VAR pages are never aliased: a freed VAR's page is not given to another
  * VAR while any live process may still map it (the kernel, likewise, keeps

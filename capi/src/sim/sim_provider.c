@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The simulated provider "sim0": the provider table's operations over the
  * simulated object table (sim_table.h). Its command fd is a sealed memfd:

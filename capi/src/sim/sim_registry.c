@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * One view (struct sim_map) per table per process, found by the memfd's
  * (st_dev, st_ino): however many contexts of a table this process receives

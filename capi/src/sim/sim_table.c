@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The simulated table's objects: lowest-free handles from a three-level
  * bitmap, validated object copies, and the O(1) repair of an update whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The ABI's (buf, cap, len) convention for variable-size output, in one
  * place: a NULL or too-small buffer gives RSHARE_E_NOSPACE with *len set to
  * the size needed, and nothing is written to buf. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #ifndef RSHARE_UTIL_CRC32C_H
 #define RSHARE_UTIL_CRC32C_H
 

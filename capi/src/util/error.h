@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Thread-local diagnostics behind rshare_last_error()/rshare_last_errno().
  * Nothing here allocates: messages are formatted into a per-thread buffer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Small fd helpers shared by the core and the providers. */
 #ifndef RSHARE_UTIL_FDUTIL_H
 #define RSHARE_UTIL_FDUTIL_H

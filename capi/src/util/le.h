@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Little-endian field access for byte layouts (blobs, channel headers):
  * correct on any host byte order and alignment, and a single load or
  * store on little-endian hosts (memcpy of a fixed size compiles to one). */

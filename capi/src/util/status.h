@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The status table: one list gives every status its name and description. */
 #ifndef RSHARE_UTIL_STATUS_H
 #define RSHARE_UTIL_STATUS_H

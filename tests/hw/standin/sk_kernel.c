@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The stand-in's kernel: per-ufile object table and device-wide state
  * (see sk_kernel.h). */
 #include "sk_kernel.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stand-in rdma-core's "kernel": what uverbs and mlx5_ib keep per open
  * device file (a ufile) and per device, modelled in user space so that

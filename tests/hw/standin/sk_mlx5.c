@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Stand-in libmlx5.so.1: mlx5dv_is_supported and the VAR calls, with
  * rdma-core's signatures and symbol versions. Built twice:

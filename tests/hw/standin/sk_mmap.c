@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The stand-in kernel's mmap() of a cmd_fd, linked into test programs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Stand-in libibverbs.so.1: the libibverbs calls rshare uses, with
  * rdma-core's signatures, symbol versions, return conventions and errno

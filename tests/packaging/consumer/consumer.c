@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A program built against an installed rshare, as a user would build it
  * (with pkg-config, or with find_package(rshare) in CMake): it uses the
  * header and the library and checks what it gets back. */
