@@ -221,6 +221,43 @@ def test_scalars_and_caps_of_1_1():
     rs.device_close(dev, want=OK)
 
 
+def test_mr_and_dm_through_ctypes():
+    """MRs and device memory with nothing but ctypes: a ctypes buffer
+    registered, its blob imported into the PD, the keys agree; device memory
+    written, then read through an import; a range past the end refused."""
+    E_BUSY_, E_INVAL_, E_NOT_FOUND_ = -6, -1, -12
+    dev, pd, mr, imp, dm, dm2 = (c_void_p() for _ in range(6))
+    rs.device_open(b"sim0", byref(dev), want=OK)
+    rs.pd_alloc(dev, byref(pd), want=OK)
+    buf = ctypes.create_string_buffer(4096)
+    rs.mr_reg(pd, buf, 4096, 1 | 4, byref(mr), want=OK)
+    addr, length, lkey, rkey, access = c_uint64(), c_uint64(), c_uint32(), c_uint32(), c_uint32()
+    rs.mr_attrs(mr, byref(addr), byref(length), byref(lkey), byref(rkey), byref(access), want=OK)
+    assert (addr.value, length.value, access.value) == (ctypes.addressof(buf), 4096, 5)
+    blob = export(mr, rs.mr_export)
+    rs.mr_import(pd, blob, len(blob), byref(imp), want=OK)
+    rkey2 = c_uint32()
+    rs.mr_attrs(imp, None, None, None, byref(rkey2), None, want=OK)
+    assert rkey2.value == rkey.value
+    rs.pd_free(pd, want=E_BUSY_)
+    rs.mr_unimport(imp, want=OK)
+    rs.mr_dereg(mr, want=OK)
+    rs.mr_import(pd, blob, len(blob), byref(imp), want=E_NOT_FOUND_)
+    rs.pd_free(pd, want=OK)
+
+    rs.dm_alloc(dev, 256, byref(dm), want=OK)
+    rs.dm_write(dm, 16, b"written", 7, want=OK)
+    rs.dm_write(dm, 250, b"written", 7, want=E_INVAL_)
+    blob = export(dm, rs.dm_export)
+    rs.dm_import(dev, blob, len(blob), byref(dm2), want=OK)
+    out = ctypes.create_string_buffer(7)
+    rs.dm_read(dm2, 16, out, 7, want=OK)
+    assert out.raw == b"written"
+    rs.dm_unimport(dm2, want=OK)
+    rs.dm_free(dm, want=OK)
+    rs.device_close(dev, want=OK)
+
+
 def test_sharing_with_another_process():
     """A child Python process gets the device over the channel and the blobs
     as text, imports both objects, writes the VAR page and frees the PD."""

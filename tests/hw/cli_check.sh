@@ -49,6 +49,7 @@ if run "stand-in devices --json" $STANDIN -- devices --json; then
 fi
 if run "stand-in demo" $STANDIN -- demo --device mlx5_sim0; then
 	has 'checked: every worker.s write is in the shared VAR page' "stand-in demo"
+	has 'MR keys 0x[0-9a-f]+/0x[0-9a-f]+ checked, read the parent.s message from device memory' "stand-in demo"
 	has 'all checks passed' "stand-in demo"
 fi
 # rdma-core 44 (no VAR export) and a device without VARs: the demo says why
