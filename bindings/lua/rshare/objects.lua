@@ -244,9 +244,10 @@ function objects.build(B)
     return adopt(new_device, nil, B.device_open(name))
   end
 
-  -- The library works on its own duplicate of fd, and its messages may
-  -- name that duplicate: name the caller's fd instead (every fd a device
-  -- import message mentions is this one or its duplicate).
+  -- The library names the caller's fd in its messages since 1.1 (older ones
+  -- named their private duplicate); the rewrite, a no-op now, stays for
+  -- those (every fd a device import message mentions is this one or its
+  -- duplicate).
   function M.from_fd(fd)
     util.check_int(fd, "from_fd", 1)
     local st, h = B.device_import(fd)

@@ -94,7 +94,8 @@ class Device(_c.Context):
         try:
             return _adopt_device(_c.device_import(fd))
         except Error as exc:
-            # The C library reports the duplicate it made; name the caller's fd.
+            # The C library names the caller's fd itself since 1.1; this
+            # rewrite (a no-op now) stays for libraries older than that.
             raise type(exc)(_FD_IN_MESSAGE.sub(f"fd {fd}", str(exc)), exc.code,
                             exc.errno) from None
 

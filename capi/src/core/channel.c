@@ -332,7 +332,7 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 		close_fds(p.fds, p.nfds);
 		RS_RETURN(status);
 	}
-	status = rs_device_adopt(p.fds[0], (void **)dev); /* takes the fd */
+	status = rs_device_adopt(p.fds[0], -1, (void **)dev); /* takes the fd */
 	if (status)
 		RS_RETURN(status);
 	*len = plen;

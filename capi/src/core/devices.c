@@ -171,7 +171,7 @@ int rshare_device_open(const char *name, rshare_device **out)
 	RS_RETURN(open_named(first.name, (void **)out));
 }
 
-int rs_device_adopt(int fd, void **out)
+int rs_device_adopt(int fd, int user_fd, void **out)
 {
 	const struct rs_provider *owner = &rs_hw_provider;
 	struct rs_ctx ctx = { .fd = -1 };
@@ -188,7 +188,11 @@ int rs_device_adopt(int fd, void **out)
 	status = owner->import(fd, &ctx);
 	if (status) {
 		rs_close_quietly(fd);
-		return status;
+		/* Providers phrase their causes as predicates without a fd
+		 * number ("is not a ..."): theirs is our duplicate, which
+		 * means nothing to the caller. */
+		return user_fd >= 0 ? rs_fail_context(status, "fd %d ", user_fd)
+				    : rs_fail_context(status, "the device fd received ");
 	}
 	ctx.ops = owner;
 	return publish_device(&ctx, out); /* closes the context, fd too, on failure */
@@ -206,7 +210,7 @@ int rshare_device_import(int fd, rshare_device **out)
 	if (dup < 0)
 		RS_RETURN(rs_fail(errno == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO, errno,
 				  "cannot duplicate fd %d", fd));
-	RS_RETURN(rs_device_adopt(dup, (void **)out));
+	RS_RETURN(rs_device_adopt(dup, fd, (void **)out));
 }
 
 /* Pin dev and copy what an accessor needs. */

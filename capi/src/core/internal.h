@@ -179,7 +179,10 @@ int rs_unsupported(const struct rs_ctx *ctx, const char *what);
 /* Adopt an already-duplicated context fd into a new device handle. The fd
  * is taken in every case: on failure it has been closed (once a provider
  * has imported it, only closing the context can release it). Shared by
- * import and channel. */
-int rs_device_adopt(int fd, void **out_handle);
+ * import, channel and broker. Failure messages name the fd as the caller
+ * knows it: user_fd, the fd passed to rshare_device_import() (fd is only
+ * the library's private duplicate), or, when user_fd is -1, "the device fd
+ * received" (a fd the caller never saw). */
+int rs_device_adopt(int fd, int user_fd, void **out_handle);
 
 #endif

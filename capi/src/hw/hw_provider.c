@@ -177,16 +177,16 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 
 	if (!v->verbs_ok)
 		return rs_fail(RSHARE_E_NODEV, 0,
-			       "fd %d is not a simulated device context, and it cannot "
-			       "be an RDMA one: rdma-core is not loaded (%s)", fd, v->why);
+			       "is not a simulated device context, and it cannot "
+			       "be an RDMA one: rdma-core is not loaded (%s)", v->why);
 	if (!v->import_device)
 		return rs_fail(RSHARE_E_NODEV, 0,
-			       "fd %d is not a simulated device context, and the loaded "
+			       "is not a simulated device context, and the loaded "
 			       "libibverbs lacks ibv_import_device@IBVERBS_1.10 "
-			       "(rdma-core 31 or newer is needed to share RDMA contexts)", fd);
+			       "(rdma-core 31 or newer is needed to share RDMA contexts)");
 	mine = rs_dup_cloexec(fd);
 	if (mine < 0)
-		return rs_fail(RSHARE_E_IO, errno, "cannot duplicate fd %d", fd);
+		return rs_fail(RSHARE_E_IO, errno, "could not be duplicated");
 	errno = 0;
 	ibctx = v->import_device(mine);
 	if (!ibctx) {
@@ -194,9 +194,9 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 		drop_after_failed_import(mine, fd);
 		if (err == EINVAL || err == ENODEV || err == EBADF)
 			return rs_fail(RSHARE_E_NODEV, err,
-				       "fd %d is neither a simulated nor an RDMA device "
-				       "context: ibv_import_device refused it", fd);
-		return rs_hw_fail(err, false, NULL, "ibv_import_device(fd %d) failed", fd);
+				       "is neither a simulated nor an RDMA device "
+				       "context: ibv_import_device refused it");
+		return rs_hw_fail(err, false, NULL, "was refused by ibv_import_device");
 	}
 	if (fill_ctx(ctx, ibctx)) {
 		v->close_device(ibctx); /* closes `mine`; fd stays the caller's */

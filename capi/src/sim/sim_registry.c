@@ -120,10 +120,11 @@ int sim_map_get(int fd, struct sim_map **out)
 	struct sim_header hdr;
 	struct stat st;
 	struct sim_map *m;
+	ssize_t got;
 	int seals;
 
 	if (fstat(fd, &st) < 0)
-		return rs_fail(RSHARE_E_IO, errno, "cannot stat fd %d", fd);
+		return rs_fail(RSHARE_E_IO, errno, "could not be examined (fstat)");
 	lock_registry();
 	m = find_locked(&st);
 	if (m && (uint64_t)st.st_size != m->dm_area_off + SIM_DM_BYTES) {
@@ -133,8 +134,8 @@ int sim_map_get(int fd, struct sim_map **out)
 		 * SIGBUS). The seals were checked (owns_fd) and fix the size. */
 		pthread_mutex_unlock(&reg_lock);
 		return rs_fail(RSHARE_E_NODEV, 0,
-			       "fd %d has the inode of a simulated table open here but "
-			       "not its size", fd);
+			       "has the inode of a simulated table open here but "
+			       "not its size");
 	}
 	if (m) {
 		m->refs++;
@@ -147,14 +148,16 @@ int sim_map_get(int fd, struct sim_map **out)
 	 * once (seals are never removed). */
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
-		return rs_fail(RSHARE_E_NODEV, 0, "fd %d is not a simulated device context "
-			       "(not a sealed memfd)", fd);
-	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
-		return rs_fail(RSHARE_E_IO, errno, "cannot read the simulated table header");
+		return rs_fail(RSHARE_E_NODEV, 0, "is not a simulated device context "
+			       "(not a sealed memfd)");
+	got = pread(fd, &hdr, sizeof(hdr), 0);
+	if (got < 0)
+		return rs_fail(RSHARE_E_IO, errno, "could not be read (the table header)");
+	if (got != (ssize_t)sizeof(hdr))
+		return rs_fail(RSHARE_E_NODEV, 0, "is too short to hold a simulated table");
 	if (!header_ok(&hdr, &st))
 		return rs_fail(RSHARE_E_NODEV, 0,
-			       "fd %d holds a simulated table of another layout or a damaged one",
-			       fd);
+			       "holds a simulated table of another layout or a damaged one");
 	lock_registry();
 	m = find_locked(&st); /* another thread may have added it meanwhile */
 	if (m)

@@ -34,6 +34,28 @@ int rs_fail(int status, int errnum, const char *fmt, ...)
 	return status;
 }
 
+int rs_fail_context(int status, const char *fmt, ...)
+{
+	char ctx[128];
+	va_list ap;
+	int n;
+
+	if (!rs_unprefixed)
+		return status;
+	va_start(ap, fmt);
+	n = vsnprintf(ctx, sizeof(ctx), fmt, ap);
+	va_end(ap);
+	if (n <= 0)
+		return status;
+	if ((size_t)n >= sizeof(ctx))
+		n = sizeof(ctx) - 1;
+	/* Shift the cause right and put the context in front of it. */
+	memmove(rs_msg + n, rs_msg, sizeof(rs_msg) - (size_t)n);
+	rs_msg[sizeof(rs_msg) - 1] = '\0';
+	memcpy(rs_msg, ctx, (size_t)n);
+	return status;
+}
+
 int rs_fail_in(const char *func, int status)
 {
 	size_t flen = strlen(func);

@@ -13,6 +13,13 @@
 int rs_fail(int status, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Put context (e.g. which fd the caller passed) in front of the cause just
+ * recorded by rs_fail(), before RS_RETURN adds the function's name: lower
+ * layers then need not know what the caller called the thing they were
+ * given. No-op when no cause is pending. Returns status. */
+int rs_fail_context(int status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Prefix the current message with the public function's name, once.
  * Called only on failure paths (see RS_RETURN). Returns status. */
 int rs_fail_in(const char *func, int status);
