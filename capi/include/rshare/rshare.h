@@ -21,6 +21,19 @@
  *    a stale handle can never reach freed or reused memory.
  *  - Every function is thread-safe. After a failure, rshare_last_error()
  *    and rshare_last_errno() explain it for the calling thread.
+ *  - On sim0, calls that change the shared object table (alloc, free,
+ *    register, deregister, VAR map, device memory read and write) take the
+ *    table's lock. When another process holds it longer than the bound
+ *    (RSHARE_SIM_LOCK_MS milliseconds, default 5000: a peer stopped inside
+ *    a call) they give RSHARE_E_BUSY, rshare_last_errno() ETIMEDOUT, and
+ *    change nothing.
+ *  - On hardware, a failing rdma-core call gives the status of its errno:
+ *    ENOMEM or ENOSPC RSHARE_E_NOMEM; EOPNOTSUPP, EPROTONOSUPPORT or ENOSYS
+ *    RSHARE_E_UNSUPPORTED; EPERM or EACCES RSHARE_E_PERM; EBUSY
+ *    RSHARE_E_BUSY; a shared object looked up and not there (ENOENT,
+ *    EINVAL) RSHARE_E_NOT_FOUND; any other RSHARE_E_IO. The lists below
+ *    name every status a function gives on sim0 and those it gives on
+ *    hardware for the causes they name.
  *
  * All functions appeared in version 1.0 unless stated otherwise.
  */
@@ -126,7 +139,7 @@ enum rshare_field {
 	RSHARE_FIELD_GUID = 3,      /**< device node GUID (every blob) */
 	RSHARE_FIELD_TABLE = 4,     /**< object table identity, 0 if unknowable (every blob) */
 	RSHARE_FIELD_HANDLE = 5,    /**< the object's kernel handle (every blob) */
-	RSHARE_FIELD_SERIAL = 6,    /**< creation serial, 0 if unknowable (every blob) */
+	RSHARE_FIELD_SERIAL = 6,    /**< tells a live object from a freed one (sim0: creation serial; hardware PD: mlx5 PD number + 1; hardware VAR: a nonce), 0 if unknowable (every blob) */
 	RSHARE_FIELD_PAGE_ID = 7,   /**< VAR page id (VAR) */
 	RSHARE_FIELD_LENGTH = 8,    /**< VAR page length, MR length, DM length (VAR, MR, DM) */
 	RSHARE_FIELD_MMAP_OFF = 9,  /**< VAR mmap offset (VAR) */
@@ -230,9 +243,11 @@ RSHARE_API int rshare_device_open(const char *name, rshare_device **out);
 /**
  * Import a device context shared by another process (its command fd,
  * received by SCM_RIGHTS, inheritance or dup). The fd is duplicated: the
- * caller keeps and eventually closes its own fd.
- * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL or fd < 0); RSHARE_E_NODEV
- * (the fd is not a simulated or RDMA device context); RSHARE_E_IO.
+ * caller keeps and eventually closes its own fd (failure messages name it,
+ * never the duplicate).
+ * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL, fd < 0 or not open);
+ * RSHARE_E_NODEV (the fd is not a simulated or RDMA device context);
+ * RSHARE_E_NOMEM; RSHARE_E_PERM (hardware); RSHARE_E_IO.
  */
 RSHARE_API int rshare_device_import(int fd, rshare_device **out);
 
@@ -304,7 +319,7 @@ RSHARE_API int rshare_device_close(rshare_device *dev);
 /**
  * Allocate a PD on dev. On success *out is a new handle.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (dev); RSHARE_E_NOMEM;
- * RSHARE_E_IO; RSHARE_E_PERM.
+ * RSHARE_E_BUSY (sim0's table lock, above); RSHARE_E_IO; RSHARE_E_PERM.
  */
 RSHARE_API int rshare_pd_alloc(rshare_device *dev, rshare_pd **out);
 
@@ -323,7 +338,8 @@ RSHARE_API int rshare_pd_export(const rshare_pd *pd, void *buf, size_t cap,
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (dev);
  * RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (not a
  * PD blob); RSHARE_E_DEVICE_MISMATCH (another device or object table);
- * RSHARE_E_NOT_FOUND (the PD was freed); RSHARE_E_NOMEM; RSHARE_E_IO.
+ * RSHARE_E_NOT_FOUND (the PD was freed); RSHARE_E_UNSUPPORTED (hardware:
+ * rdma-core without ibv_import_pd); RSHARE_E_NOMEM; RSHARE_E_IO.
  */
 RSHARE_API int rshare_pd_import(rshare_device *dev, const void *blob,
 				size_t len, rshare_pd **out);
@@ -331,7 +347,8 @@ RSHARE_API int rshare_pd_import(rshare_device *dev, const void *blob,
 /**
  * Release this process's handle without touching the shared object (valid
  * on allocated and imported PDs alike, also after another process freed it).
- * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_BUSY (since
+ * 1.1: MRs of this process are still live in it; it stays usable).
  */
 RSHARE_API int rshare_pd_unimport(rshare_pd *pd);
 
@@ -339,7 +356,9 @@ RSHARE_API int rshare_pd_unimport(rshare_pd *pd);
  * Destroy the PD for every process and release the handle.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND
  * (the object was already destroyed by another process: the handle stays
- * valid, release it with rshare_pd_unimport()); RSHARE_E_BUSY; RSHARE_E_IO.
+ * valid, release it with rshare_pd_unimport()); RSHARE_E_BUSY (MRs of
+ * this process live in it, since 1.1 MRs registered on it in any process,
+ * or sim0's table lock; the PD stays live and usable); RSHARE_E_IO.
  */
 RSHARE_API int rshare_pd_free(rshare_pd *pd);
 
@@ -366,7 +385,7 @@ RSHARE_API int rshare_pd_native(const rshare_pd *pd, void **ibv_pd);
  * Allocate a VAR on dev; flags is 0 or RSHARE_VAR_FLAG_TLP.
  * Returns RSHARE_OK; RSHARE_E_INVAL (unknown flags); RSHARE_E_STALE;
  * RSHARE_E_NOMEM (no free VAR page); RSHARE_E_UNSUPPORTED (device without
- * VARs); RSHARE_E_IO.
+ * VARs); RSHARE_E_BUSY (sim0's table lock); RSHARE_E_IO.
  */
 RSHARE_API int rshare_var_alloc(rshare_device *dev, uint32_t flags,
 				rshare_var **out);
@@ -394,7 +413,7 @@ RSHARE_API int rshare_var_unimport(rshare_var *var);
 
 /**
  * Unmap (if mapped), destroy the VAR for every process and release the
- * handle. Statuses as rshare_pd_free().
+ * handle. Statuses as rshare_pd_free() (BUSY only for sim0's table lock).
  */
 RSHARE_API int rshare_var_free(rshare_var *var);
 
@@ -426,7 +445,9 @@ RSHARE_API int rshare_var_native(const rshare_var *var, void **mlx5dv_var);
  * Map the VAR page (length bytes, read-write, shared) through the device
  * fd and store its address in *addr. Repeated calls return the same address
  * until rshare_var_unmap(). Writes are seen by every process that maps it.
- * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_IO (mmap).
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_BUSY (sim0's
+ * table lock); RSHARE_E_IO (mmap, or the VAR was freed by another process:
+ * rshare_last_errno() ESTALE).
  */
 RSHARE_API int rshare_var_map(rshare_var *var, void **addr);
 
@@ -451,7 +472,8 @@ RSHARE_API int rshare_var_unmap(rshare_var *var);
  * Returns RSHARE_OK; RSHARE_E_INVAL (NULL addr or out, length 0, unknown
  * access flags); RSHARE_E_STALE (pd); RSHARE_E_NOT_FOUND (the PD was freed,
  * e.g. by another process); RSHARE_E_UNSUPPORTED (a device without
- * RSHARE_CAP_MR); RSHARE_E_NOMEM; RSHARE_E_PERM; RSHARE_E_IO.
+ * RSHARE_CAP_MR); RSHARE_E_NOMEM; RSHARE_E_PERM; RSHARE_E_BUSY (sim0's table
+ * lock); RSHARE_E_IO.
  */
 RSHARE_API int rshare_mr_reg(rshare_pd *pd, void *addr, size_t length,
 			     uint32_t access, rshare_mr **out);
@@ -493,7 +515,7 @@ RSHARE_API int rshare_mr_unimport(rshare_mr *mr);
  * anywhere give RSHARE_E_NOT_FOUND. Since 1.1.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND
  * (already deregistered by another process: release the handle with
- * rshare_mr_unimport()); RSHARE_E_BUSY; RSHARE_E_IO.
+ * rshare_mr_unimport()); RSHARE_E_BUSY (sim0's table lock); RSHARE_E_IO.
  */
 RSHARE_API int rshare_mr_dereg(rshare_mr *mr);
 
@@ -532,7 +554,8 @@ RSHARE_API int rshare_mr_native(const rshare_mr *mr, void **ibv_mr);
  * imports it. On success *out is a new handle. Since 1.1.
  * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL, length 0); RSHARE_E_STALE
  * (dev); RSHARE_E_NOMEM (the device memory is used up); RSHARE_E_UNSUPPORTED
- * (a device without RSHARE_CAP_DM); RSHARE_E_IO.
+ * (a device without RSHARE_CAP_DM); RSHARE_E_BUSY (sim0's table lock);
+ * RSHARE_E_IO.
  */
 RSHARE_API int rshare_dm_alloc(rshare_device *dev, uint64_t length,
 			       rshare_dm **out);
@@ -559,7 +582,7 @@ RSHARE_API int rshare_dm_unimport(rshare_dm *dm);
 
 /**
  * Free the device memory for every process and release the handle.
- * Statuses as rshare_pd_free(). Since 1.1.
+ * Statuses as rshare_pd_free() (BUSY only for sim0's table lock). Since 1.1.
  */
 RSHARE_API int rshare_dm_free(rshare_dm *dm);
 
@@ -575,16 +598,17 @@ RSHARE_API int rshare_dm_length(const rshare_dm *dm, uint64_t *length);
  * (src may then be NULL). Since 1.1.
  * Returns RSHARE_OK; RSHARE_E_INVAL (NULL src with len > 0, range past the
  * end); RSHARE_E_STALE; RSHARE_E_NOT_FOUND (freed by another process);
- * RSHARE_E_IO.
+ * RSHARE_E_BUSY (sim0's table lock); RSHARE_E_IO.
  */
 RSHARE_API int rshare_dm_write(rshare_dm *dm, uint64_t offset, const void *src,
 			       size_t len);
 
 /**
  * Copy len bytes of the device memory at offset into dst; bounds-checked as
- * rshare_dm_write() (dst untouched on failure). Since 1.1.
+ * rshare_dm_write() (dst untouched on failure, but for RSHARE_E_IO, after
+ * which its contents are unspecified). Since 1.1.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND;
- * RSHARE_E_IO.
+ * RSHARE_E_BUSY (sim0's table lock); RSHARE_E_IO.
  */
 RSHARE_API int rshare_dm_read(rshare_dm *dm, uint64_t offset, void *dst,
 			      size_t len);
@@ -653,7 +677,8 @@ RSHARE_API int rshare_blob_to_text(const void *blob, size_t len, char *buf,
  * Decode a NUL-terminated text form back to the blob bytes, with the (buf,
  * cap, out_len) convention, and validate the result.
  * Returns RSHARE_OK; RSHARE_E_INVAL (text NULL, no "rshare:" prefix, bad
- * base64url); RSHARE_E_NOSPACE; RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION.
+ * base64url); RSHARE_E_NOSPACE; RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION;
+ * RSHARE_E_BLOB_KIND (since 1.1: as rshare_blob_kind()).
  */
 RSHARE_API int rshare_blob_from_text(const char *text, void *buf, size_t cap,
 				     size_t *out_len);
@@ -684,8 +709,9 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * is refused and dropped. A fd that is not a device context is closed and
  * refused. Blocks until a message comes.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
- * (not an rshare message, or no fd); RSHARE_E_NODEV; RSHARE_E_IO (including
- * a peer that closed the socket, and EMFILE).
+ * (not an rshare message, or no fd); RSHARE_E_NODEV (failure messages say
+ * "the device fd received"); RSHARE_E_NOMEM; RSHARE_E_IO (including a peer
+ * that closed the socket, and EMFILE).
  */
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);
