@@ -28,6 +28,7 @@
 struct fixture {
 	void *dev, *pd, *var, *mr, *dm; /* mr, dm NULL when sim0 lacks them */
 	void *stale_dev, *stale_pd, *stale_var, *stale_mr, *stale_dm;
+	void *stale_broker, *stale_share; /* stopped, withdrawn */
 	unsigned char pd_blob[256], var_blob[256], mr_blob[256], dm_blob[256];
 	size_t pd_len, var_len, mr_len, dm_len;
 	unsigned char mem[64]; /* the memory the MR registers */
@@ -36,7 +37,7 @@ struct fixture {
 	int sv[2]; /* a channel with QUEUED waiting in sv[1] */
 	/* An embedded broker holding one share (the PD blob) named "sweep". */
 	void *broker, *share;
-	char bdir[64], bpath[100];
+	char bdir[64], bpath[100], bpath2[100];
 	/* Output cells of the valid arguments. */
 	char buf[512];
 	size_t z;
@@ -165,7 +166,7 @@ struct recipe {
 	void (*args)(struct fixture *f, ffi_val *a);
 };
 
-enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, NKINDS };
+enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, K_BROKER, K_SHARE, NKINDS };
 
 static const struct recipe recipes[] = {
 	{ "rshare_version", "", a_version },
@@ -257,11 +258,12 @@ static int listed(const char *list, const char *word)
 	return 0;
 }
 
-/* K_DEV .. K_DM for a handle parameter, -1 for anything else. */
+/* K_DEV .. K_SHARE for a handle parameter, -1 for anything else. */
 static int handle_kind(const char *type)
 {
 	static const char *const kinds[NKINDS] = { "rshare_device *", "rshare_pd *",
-						   "rshare_var *", "rshare_mr *", "rshare_dm *" };
+						   "rshare_var *", "rshare_mr *", "rshare_dm *",
+						   "rshare_broker *", "rshare_share *" };
 
 	if (strncmp(type, "const ", 6) == 0)
 		type += 6;
@@ -296,9 +298,9 @@ static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
 			 const struct recipe *r, int k, int kind)
 {
 	void *stale[NKINDS] = { f->stale_dev, f->stale_pd, f->stale_var, f->stale_mr,
-				f->stale_dm };
+				f->stale_dm, f->stale_broker, f->stale_share };
 	/* live, of another kind */
-	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var };
+	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var, f->dev, f->pd };
 	int local = 0;
 	void *garbage[] = { (void *)1, (void *)(uintptr_t)0xdeadbeef0, (void *)(uintptr_t)-1,
 			    &local, other[kind] };
@@ -500,6 +502,14 @@ static int setup(struct fixture *f)
 	EXPECT(CALLI("rshare_broker_start", VP(f->bpath), VP(&f->broker)), ST(OK), "broker_start");
 	EXPECT(CALLI("rshare_broker_publish", VP(f->bpath), VP("sweep"), VP(f->dev), VP(f->pd_blob),
 		     VZ(f->pd_len), VP(NULL), VP(&f->share)), ST(OK), "broker_publish");
+	/* A withdrawn share and a stopped broker, for the stale handle checks. */
+	EXPECT(CALLI("rshare_broker_publish", VP(f->bpath), VP("gone"), VP(f->dev), VP(NULL),
+		     VZ(0), VP(NULL), VP(&f->stale_share)), ST(OK), "broker_publish");
+	EXPECT(CALLI("rshare_broker_withdraw", VP(f->stale_share)), ST(OK), "broker_withdraw");
+	snprintf(f->bpath2, sizeof(f->bpath2), "%s/s.sock", f->bdir);
+	EXPECT(CALLI("rshare_broker_start", VP(f->bpath2), VP(&f->stale_broker)), ST(OK),
+	       "broker_start");
+	EXPECT(CALLI("rshare_broker_stop", VP(f->stale_broker)), ST(OK), "broker_stop");
 	return ffi_failures ? -1 : 0;
 }
 
@@ -529,6 +539,8 @@ static void teardown(struct fixture *f)
 	{
 		char lock[128];
 		snprintf(lock, sizeof(lock), "%s.lock", f->bpath);
+		unlink(lock);
+		snprintf(lock, sizeof(lock), "%s.lock", f->bpath2);
 		unlink(lock);
 		rmdir(f->bdir);
 	}

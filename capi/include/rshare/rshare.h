@@ -196,13 +196,13 @@ RSHARE_API const char *rshare_strerror(int status);
  * The calling thread's last failure: the function, the cause and, where an
  * OS call failed, its errno text. "" if this thread has had no failure.
  * A successful call does not clear it. The string is thread-local and valid
- * until this thread's next rshare call.
+ * until this thread's next rshare call. Never fails.
  */
 RSHARE_API const char *rshare_last_error(void);
 
 /**
  * The OS errno behind the calling thread's last failure, 0 if none or if
- * the failure was not caused by an OS call.
+ * the failure was not caused by an OS call. Never fails.
  */
 RSHARE_API int rshare_last_errno(void);
 
@@ -842,7 +842,8 @@ RSHARE_API int rshare_broker_withdraw(rshare_share *share);
  * published it (a persistent share, typically). Allowed to the share's
  * owner uid and root.
  * Returns RSHARE_OK; RSHARE_E_INVAL (name NULL or invalid);
- * RSHARE_E_NOT_FOUND; RSHARE_E_PERM; RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
+ * RSHARE_E_NOT_FOUND; RSHARE_E_PERM; RSHARE_E_NOMEM; RSHARE_E_PROTOCOL;
+ * RSHARE_E_IO. Since 1.1.
  */
 RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *name);
 
