@@ -33,9 +33,16 @@ def library_sources():
     return sources
 
 
+def baselines(folder):
+    """The baselines in folder, oldest node first (RSHARE_1.2 before 1.10)."""
+    def node(path):
+        return [int(n) for n in re.findall(r"\d+", path.stem)]
+    return sorted(Path(folder).glob("RSHARE_*.abi"), key=node)
+
+
 class Tree:
-    """tmp/capi (include + src), tmp/abi (map, manifest): the parts a change
-    to the ABI touches."""
+    """tmp/capi (include + src), tmp/abi (map, manifest, baselines): the parts
+    a change to the ABI touches."""
 
     def __init__(self, tmp, objcache):
         self.dir = Path(tmp)
@@ -44,6 +51,7 @@ class Tree:
         (self.dir / "abi").mkdir()
         for name in ("rshare.map", "rshare.abi.json"):
             shutil.copy(ROOT / "abi" / name, self.dir / "abi" / name)
+        shutil.copytree(ROOT / "abi" / "baselines", self.dir / "abi" / "baselines")
         self.sources = library_sources()
         self.objcache = Path(objcache)
         self.header = self.dir / "capi" / "include" / "rshare" / "rshare.h"
@@ -130,8 +138,8 @@ class Tree:
 
         run("exports", [PY, str(TOOLS / "check_exports.py"), "--lib", str(lib),
                         "--header", hdr, "--map", str(self.map)])
-        run("abidiff", [PY, str(TOOLS / "check_abidiff.py"), "--lib", str(lib),
-                        "--header", hdr, "--baseline", str(ROOT / "abi" / "librshare.so.1.abi")])
+        run("abidiff", [PY, str(TOOLS / "check_abidiff.py"), "--lib", str(lib), "--header", hdr]
+            + ["--baseline=%s" % b for b in baselines(self.dir / "abi" / "baselines")])
         run("manifest", [PY, str(TOOLS / "gen_manifest.py"), "--header", hdr,
                          "--map", str(self.map), "--check", str(self.manifest)])
         exe = self.dir / "frozen_values"
@@ -139,6 +147,12 @@ class Tree:
                         str(ROOT / "tests" / "abi" / "frozen_values.c")], check=True)
         run("frozen", [str(exe)])
         return results
+
+    def write_baseline(self, lib):
+        """The newest node's baseline for lib, as abi/README.md says to make it."""
+        subprocess.run(["sh", str(TOOLS / "update_baseline.sh"), str(lib),
+                        str(self.dir / "abi" / "baselines")], check=True,
+                       capture_output=True)
 
     def regenerate_manifest(self):
         subprocess.run([PY, str(TOOLS / "gen_manifest.py"), "--header", str(self.header),

@@ -163,13 +163,37 @@ def next_node(nodes):
 
 
 def test_function_added_in_new_node_passes(tree):
-    # The allowed way (abi/README.md): a new node that inherits the last one.
+    # The allowed way (abi/README.md): a new node that inherits the last one,
+    # and a baseline for it. Without that baseline the older ones accept the
+    # addition but the latest (no change at all) does not.
     add_declaration(tree)
     node = next_node(tree.map_nodes())
     tree.set_map(tree.map_nodes() + [(node, ["rshare_probe_count"])])
     results = gate(tree)
-    assert failing(results) == ["manifest"], explain(results)  # not regenerated yet
+    assert failing(results) == ["abidiff", "manifest"], explain(results)
     tree.regenerate_manifest()
     results = gate(tree)
+    assert failing(results) == ["abidiff"], explain(results)
+    out = results["abidiff"][1]
+    assert "rshare_probe_count@@%s: not in the latest baseline" % node in out, out
+    assert "against RSHARE_1.0.abi: additions only" in out, out
+    lib = tree.build()
+    tree.write_baseline(lib)
+    assert (tree.dir / "abi" / "baselines" / ("%s.abi" % node)).exists()
+    results = gate(tree)
     assert failing(results) == [], explain(results)
-    assert "rshare_probe_count@@%s" % node in results["abidiff"][1]
+    assert "against %s.abi: no change (latest release)" % node in results["abidiff"][1]
+
+
+def test_function_added_to_latest_node_fails(tree):
+    # The latest released node is frozen too: a function added to it is
+    # refused by its own baseline, even though the 1.0 one allows it.
+    add_declaration(tree)
+    nodes = tree.map_nodes()
+    nodes[-1][1].append("rshare_probe_count")
+    tree.set_map(nodes)
+    tree.regenerate_manifest()
+    results = gate(tree)
+    out = results["abidiff"][1]
+    assert failing(results) == ["abidiff"], explain(results)
+    assert "rshare_probe_count: added to released node %s" % nodes[-1][0] in out, out
