@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Failure messages of a device import name the fd the caller knows: the fd
  * passed to rshare_device_import() (the library works on a private
