@@ -9,6 +9,7 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/un.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -262,6 +263,48 @@ static struct child broker_killed(struct child d, const char *ep)
 	return d;
 }
 
+/* systemd socket activation: `rshare serve` without --socket serves the
+ * listening socket passed as fd 3 when LISTEN_PID is its own pid, and
+ * leaves the socket file (systemd's) in place when it stops. */
+static void socket_activation(const char *ep)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char buf[64];
+	struct child d;
+	struct stat st;
+	size_t n;
+	int s, status;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", ep);
+	s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	REQUIRE(s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(s, 16) == 0);
+	chmod(ep, 0666);
+	d.pid = fork();
+	if (d.pid == 0) {
+		char pid[16];
+		if (dup2(s, 3) < 0)
+			_exit(127);
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		setenv("LISTEN_PID", pid, 1);
+		setenv("LISTEN_FDS", "1", 1);
+		unsetenv("RSHARE_BROKER");
+		unsetenv("XDG_RUNTIME_DIR");
+		execl(getenv("RSHARE_CLI"), "rshare", "serve", (char *)NULL);
+		_exit(127);
+	}
+	REQUIRE(d.pid > 0);
+	close(s);
+	for (int i = 0; i < 500 && rshare_broker_list(ep, buf, sizeof(buf), &n); i++)
+		usleep(10000);
+	CHECK_OK(rshare_broker_list(ep, buf, sizeof(buf), &n));
+	by_name(ep);
+	kill(d.pid, SIGTERM);
+	REQUIRE(waitpid(d.pid, &status, 0) == d.pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(stat(ep, &st) == 0 && S_ISSOCK(st.st_mode)); /* systemd's, not removed */
+	unlink(ep);
+}
+
 /* The shell commands: publish (persistent), shares, attach -- CMD. */
 static void cli(const char *ep)
 {
@@ -321,6 +364,7 @@ int main(int argc, char **argv)
 	CHECK(finish(&d) == 0); /* a clean exit on SIGTERM */
 	CHECK(stat(path, &st) != 0 && errno == ENOENT);
 
+	socket_activation(path2);
 	REQUIRE_OK(rshare_broker_start(path2, &b));
 	by_name(path2);
 	attach_waits(path2);

@@ -42,6 +42,7 @@
 #define BUCKETS 1024
 #define MAX_CONNS 4096
 #define MAX_SHARES 65536
+#define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
 #define MAX_FDS 8          /* room to see (and close) a client's extra fds */
 #define BATCH 16           /* requests served per connection per wake-up */
 #define IDLE_MS_DEFAULT 10000
@@ -89,6 +90,7 @@ struct rsb_server {
 	size_t nconns;
 	struct share *buckets[BUCKETS];
 	size_t nshares;
+	size_t payload_bytes;    /* held by all shares, at most MAX_PAYLOAD_BYTES */
 	uint64_t idle_ms;
 	uint8_t *rx;             /* one request, RSB_MSG_MAX + 1 bytes */
 	struct pollfd *pfds;
@@ -140,6 +142,7 @@ static void drop_share(struct rsb_server *s, struct share **p)
 	if (sh->publisher)
 		sh->publisher->nshares--;
 	rshare_device_close(sh->dev);
+	s->payload_bytes -= sh->len;
 	free(sh->payload);
 	free(sh);
 	s->nshares--;
@@ -288,8 +291,11 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
 		return;
 	}
-	if (s->nshares >= MAX_SHARES) {
-		rs_fail(RSHARE_E_NOMEM, 0, "the broker holds %d shares, its limit", MAX_SHARES);
+	if (s->nshares >= MAX_SHARES ||
+	    s->payload_bytes + r->payload_len > MAX_PAYLOAD_BYTES) {
+		rs_fail(RSHARE_E_NOMEM, 0, "the broker holds %zu shares of %zu payload bytes "
+			"(limits: %d shares, %u bytes)", s->nshares, s->payload_bytes, MAX_SHARES,
+			MAX_PAYLOAD_BYTES);
 		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM);
 		return;
 	}
@@ -330,6 +336,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	describe_blobs(sh);
 	*slot = sh;
 	s->nshares++;
+	s->payload_bytes += sh->len;
 	c->nshares++;
 	send_msg(c, RSB_PUBLISH | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
 	/* Attachers waiting for this name. */
