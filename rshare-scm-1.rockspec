@@ -21,7 +21,7 @@ source = {
 }
 
 description = {
-  summary = "Share RDMA objects (device context, PDs, mlx5 VARs) between processes",
+  summary = "Share RDMA objects (device context, PDs, mlx5 VARs, MRs, device memory) between processes",
   detailed = [[
 rshare shares RDMA objects between processes through checked, versioned
 export blobs, over one stable C ABI (librshare.so.1). This rock installs
