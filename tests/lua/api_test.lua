@@ -509,4 +509,33 @@ function cases.gc_releases_mr_and_pd_in_any_order()
   T.ok(dev:close(), "device closes after the MR and PD were collected")
 end
 
+function cases.mr_unimported_here_keeps_its_memory()
+  local dev = sim()
+  local pd = assert(dev:alloc_pd())
+  local held = setmetatable({}, { __mode = "k" })
+  local kept = assert(pd:reg_mr(64))
+  local blob = assert(kept:export())
+  held[kept.mem] = "unimported"
+  assert(kept:unimport())
+  local dropped = assert(pd:reg_mr(64))
+  local dropped_blob = assert(dropped:export())
+  held[dropped.mem] = "collected"
+  local gone = assert(pd:reg_mr(64))
+  held[gone.mem] = "deregistered"
+  assert(gone:dereg())
+  kept, dropped, gone = nil, nil, nil
+  T.full_gc()
+  T.full_gc()
+  -- The registrations of the first two live on: their memory must too.
+  local left = {}
+  for _, why in pairs(held) do left[why] = true end
+  T.ok(left.unimported and left.collected, "memory of live registrations kept")
+  T.ok(not left.deregistered, "memory let go after deregistration")
+  for _, b in ipairs({ blob, dropped_blob }) do
+    assert(assert(pd:import_mr(b)):dereg())
+  end
+  assert(pd:free())
+  assert(dev:close())
+end
+
 T.run(cases)

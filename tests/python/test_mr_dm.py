@@ -101,6 +101,35 @@ def test_mr_register_export_import(caps_mr_dm):
             pd.import_mr(blob)
 
 
+def test_mr_unimported_here_keeps_its_memory(caps_mr_dm):
+    # Unimporting (or dropping) an MR registered here leaves the registration
+    # live for the processes that imported it: its memory must stay exported
+    # and alive, or the registration would point at memory given back.
+    import gc
+    import weakref
+
+    class Buffer(bytearray):
+        pass
+
+    with caps_mr_dm.alloc_pd() as pd:
+        buf = Buffer(4096)
+        gone = weakref.ref(buf)
+        mr = pd.reg_mr(buf)
+        blob = mr.export()
+        mr.unimport()
+        with pytest.raises(BufferError):
+            buf.append(0)  # still exported
+        dropped = Buffer(4096)
+        dropped_gone = weakref.ref(dropped)
+        dropped_blob = pd.reg_mr(dropped).export()  # the MR object is collected at once
+        del buf, dropped
+        gc.collect()
+        assert gone() is not None and dropped_gone() is not None
+        for b in (blob, dropped_blob):  # the registrations live on; dereg them
+            with pd.import_mr(b) as again:
+                again.dereg()
+
+
 def test_mr_on_mmap_and_memoryview(caps_mr_dm):
     with caps_mr_dm.alloc_pd() as pd:
         with mmap.mmap(-1, 4096) as mm:

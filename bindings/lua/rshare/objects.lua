@@ -208,8 +208,14 @@ function objects.build(B)
     return new_object(Pd, finalize_pd, { h = h, dev = dev, live = true })
   end
 
+  -- Memory registered in this process, held until its MR is deregistered:
+  -- an MR only unimported here (explicitly or by the collector) leaves its
+  -- registration live for the processes that imported it, and a
+  -- registration must never point at memory the collector gave back.
+  local registered = {}
+
   -- An MR lives in its PD (pd); mem is the memory it registered here (nil
-  -- when imported), kept alive while the MR is.
+  -- when imported).
   local function new_mr(h, pd, mem)
     return new_object(Mr, finalize_mr, { h = h, pd = pd, mem = mem, live = true })
   end
@@ -357,6 +363,7 @@ function objects.build(B)
     local mem = B.mem_new(length)
     local st, h = B.mr_reg(self.h, mem, length, access or M.ACCESS_LOCAL_WRITE)
     if st ~= OK then return fail(st) end
+    registered[mem] = true
     return new_mr(h, self, mem)
   end
 
@@ -403,10 +410,15 @@ function objects.build(B)
   function Mr:native_address() return value(B.mr_native(self.h)) end
   function Mr:device() return self.pd.dev end
 
-  -- The registered memory goes with the handle.
+  -- mr:read/mr:write end with the handle; the memory itself is let go only
+  -- by a deregistration (see registered).
   local function release_mr(self, fn)
+    local mem = self.mem
     local ok, msg, code = release(self, fn)
-    if ok then self.mem = nil end
+    if ok then
+      self.mem = nil
+      if fn == B.mr_dereg and mem then registered[mem] = nil end
+    end
     return ok, msg, code
   end
   function Mr:unimport() return release_mr(self, B.mr_unimport) end

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import mmap
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional, SupportsIndex, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, NoReturn, Optional, SupportsIndex, Tuple, Union
 
 from . import _rshare as _c
 from ._errors import Error, InvalidArgument
@@ -136,6 +136,7 @@ class PD(_Shared):
             raise
         mr: MR = _c._wrap(_c.RSHARE_KIND_MR, self, handle, False)
         mr._buffer = view
+        _registered[id(view)] = view
         return mr
 
     def import_mr(self, blob: Blob) -> MR:
@@ -222,6 +223,13 @@ class Var(_Shared):
         return state + (" mapped" if self._mapping is not None else "")
 
 
+# Memory registered in this process, by id: held until its MR is
+# deregistered. An MR only unimported here (explicitly or by the collector)
+# leaves its registration live for the processes that imported it, and a
+# registration must never point at memory the allocator gave back.
+_registered: Dict[int, memoryview] = {}
+
+
 class MR(_Shared):
     """A memory region: registered on a PD here (PD.reg_mr) or imported into
     a PD (PD.import_mr). ``dereg()`` (or ``free()``) deregisters it for every
@@ -286,25 +294,25 @@ class MR(_Shared):
         """The MR's export blob (bytes), importable into its PD elsewhere."""
         return _c.mr_export(self)
 
-    def _drop_buffer(self) -> None:
-        buffer: Optional[memoryview] = getattr(self, "_buffer", None)
-        if buffer is not None:
-            self._buffer = None
-            buffer.release()
-
     def free(self) -> None:
         """Deregister the MR for every process and release the handle; the
         registered buffer is let go afterwards."""
         super().free()
-        self._drop_buffer()
+        buffer: Optional[memoryview] = getattr(self, "_buffer", None)
+        if buffer is not None:
+            self._buffer = None
+            del _registered[id(buffer)]
+            buffer.release()
 
     dereg = free
 
     def unimport(self) -> None:
-        """Release this process's handle (the registration lives on); the
-        registered buffer is let go."""
+        """Release this process's handle. The registration lives on for the
+        processes that imported it, so memory registered here stays
+        exported and alive for the rest of this process (deregister with
+        free() to let it go); the same holds when the MR is collected."""
         super().unimport()
-        self._drop_buffer()
+        self._buffer = None
 
     def __exit__(self, *exc: Any) -> None:
         if self.live:
