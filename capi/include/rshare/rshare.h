@@ -18,7 +18,10 @@
  *  - Handles are opaque. NULL gives RSHARE_E_INVAL. A handle that was
  *    already freed, unimported or closed gives RSHARE_E_STALE, forever:
  *    handles are generation-checked tokens, never dereferenced pointers, so
- *    a stale handle can never reach freed or reused memory.
+ *    a stale handle can never reach freed or reused memory. While another
+ *    thread frees, unimports or closes a handle, calls on it already give
+ *    RSHARE_E_STALE; should that release fail (e.g. RSHARE_E_BUSY), the
+ *    handle is live again.
  *  - Every function is thread-safe. After a failure, rshare_last_error()
  *    and rshare_last_errno() explain it for the calling thread.
  *  - On sim0, calls that change the shared object table (alloc, free,
