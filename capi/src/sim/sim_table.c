@@ -139,6 +139,43 @@ static bool load_obj(struct sim_table *t, uint32_t h, struct sim_objv *o)
 	return valid_obj(o, h, t->s.var_owner, t->s.dm_owner);
 }
 
+/*
+ * Lock-free reads of an object (sim_lookup) race honest updates: a free
+ * and a re-create of the same handle may land in the middle of the copy.
+ * The serial is the object's sequence word. sim_create changes it before
+ * it writes any other field (fenced both sides) and publishes the type
+ * last; sim_destroy unpublishes the type first. So, read in this order:
+ * serial, type (acquire), the rest, serial again (after an acquire fence).
+ * If both serials are the one asked for and the type is live, no field of
+ * another object got in: a later object's fields come after its serial, so
+ * seeing one would show its serial on the second read, and the type read
+ * after a serial is never older than that serial's free. Otherwise the
+ * object asked for is gone (serials never come back): NOT_FOUND.
+ */
+static bool load_obj_serial(struct sim_table *t, uint32_t h, uint64_t serial,
+			    struct sim_objv *o)
+{
+	const struct sim_obj *s = &t->objs[h];
+	uint64_t first = SH_LOAD(s->serial);
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	o->type = __atomic_load_n(&s->type, __ATOMIC_ACQUIRE);
+	o->key = SH_LOAD(s->key);
+	o->page = SH_LOAD(s->page);
+	o->flags = SH_LOAD(s->flags);
+	o->pd_handle = SH_LOAD(s->pd_handle);
+	o->mr_count = SH_LOAD(s->mr_count);
+	o->pd_serial = SH_LOAD(s->pd_serial);
+	o->addr = SH_LOAD(s->addr);
+	o->length = SH_LOAD(s->length);
+	o->dm_first = SH_LOAD(s->dm_first);
+	o->dm_count = SH_LOAD(s->dm_count);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	o->serial = SH_LOAD(s->serial);
+	return first == serial && o->serial == serial &&
+	       valid_obj(o, h, t->s.var_owner, t->s.dm_owner);
+}
+
 static const char *type_name(uint32_t type)
 {
 	static const char *const names[] = { "object", "PD", "VAR", "MR", "DM" };
@@ -172,10 +209,19 @@ int sim_find(struct sim_table *t, uint32_t type, uint32_t handle, uint64_t seria
  * few single reads cost less than a mapping, many do not. */
 #define PREAD_LOOKUPS 8
 
-/* The slot and the owner records, read with pread (one copy each). */
+/* Reads of a slot by pread that may disagree before we give up on it. */
+#define PREAD_TRIES 4
+
+/* The slot and the owner records, read with pread. A pread is one copy by
+ * the kernel in no order we can lean on, so the slot is read twice and the
+ * copies must agree (but for a PD's MR count, a hint honest registrations
+ * move): a copy that mixes two objects meets, on the next read, the later
+ * object whole (its serial, fields and type) or the slot free, and differs.
+ * Slots that keep changing count as gone: NOT_FOUND. */
 static int pread_obj(int fd, uint32_t h, struct sim_objv *o, bool *valid)
 {
-	struct sim_obj s;
+	struct sim_obj s, again;
+	int tries = 0;
 	struct {
 		uint32_t var_owner[SIM_VAR_PAGES];
 		uint32_t dm_owner[SIM_DM_GRANULES];
@@ -185,9 +231,16 @@ static int pread_obj(int fd, uint32_t h, struct sim_objv *o, bool *valid)
 	_Static_assert(offsetof(struct sim_shared, dm_owner) ==
 			       offsetof(struct sim_shared, var_owner) + sizeof(own.var_owner),
 		       "owner records are contiguous");
-	if (pread(fd, &s, sizeof(s), off) != (ssize_t)sizeof(s))
-		return rs_fail(RSHARE_E_IO, errno, "cannot read simulated object %u", h);
-	copy_obj(&s, o);
+	*valid = false;
+	do {
+		if (tries++ == PREAD_TRIES)
+			return RSHARE_OK; /* not valid */
+		if (pread(fd, &s, sizeof(s), off) != (ssize_t)sizeof(s) ||
+		    pread(fd, &again, sizeof(again), off) != (ssize_t)sizeof(again))
+			return rs_fail(RSHARE_E_IO, errno, "cannot read simulated object %u", h);
+		s.mr_count = again.mr_count;
+	} while (memcmp(&s, &again, sizeof(s)) != 0);
+	copy_obj(&again, o);
 	if ((o->type == SIM_VAR || o->type == SIM_DM) &&
 	    pread(fd, &own, sizeof(own), (off_t)offsetof(struct sim_table, s.var_owner)) !=
 		    (ssize_t)sizeof(own))
@@ -209,7 +262,7 @@ int sim_lookup(struct sim_map *m, int fd, uint32_t type, uint32_t handle, uint64
 	    (status = sim_map_table(m, fd)) == RSHARE_OK)
 		t = __atomic_load_n(&m->t, __ATOMIC_ACQUIRE);
 	if (t) {
-		valid = load_obj(t, handle, o);
+		valid = load_obj_serial(t, handle, serial, o);
 	} else {
 		status = pread_obj(fd, handle, o, &valid);
 		if (status)
@@ -325,8 +378,12 @@ int sim_create(struct sim_table *t, struct sim_objv *o, uint32_t *handle)
 	o->key = o->type == SIM_MR ? (uint32_t)(serial & 0xff) : 0;
 	o->mr_count = 0;
 	own_resources(t, o, h + 1);
-	SH_STORE(s->key, o->key);
+	/* The slot's sequence word first (load_obj_serial): after the free
+	 * that emptied the slot, before any other field. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	SH_STORE(s->serial, o->serial);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	SH_STORE(s->key, o->key);
 	SH_STORE(s->page, o->page);
 	SH_STORE(s->flags, o->flags);
 	SH_STORE(s->pd_handle, o->pd_handle);

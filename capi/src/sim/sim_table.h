@@ -210,11 +210,16 @@ int sim_find(struct sim_table *t, uint32_t type, uint32_t handle, uint64_t seria
 	     struct sim_objv *o);
 /* sim_find without the lock, for imports: they only check that an object
  * exists as described, a point-in-time answer the lock would not make any
- * truer (it may be freed right after either way). Every update publishes an
- * object last and unpublishes it first, so a lookup sees a whole object or
- * none. A process that has not mapped the table reads the slot with pread
- * and maps only after a few lookups, so one that receives a context, imports
- * a blob and closes it again never maps the table at all. */
+ * truer (it may be freed right after either way). An object's serial is
+ * its sequence word: sim_create writes it before any other field and
+ * publishes the type last, sim_destroy unpublishes the type first, and a
+ * lookup reads the serial before and after its copy (through the mapping)
+ * or reads the slot twice (by pread); a copy that changed under it is not
+ * used. So a lookup answers OK only with a whole object of the serial asked
+ * for, else NOT_FOUND (sim_table.c, load_obj_serial and pread_obj). A
+ * process that has not mapped the table reads the slot with pread and maps
+ * only after a few lookups, so one that receives a context, imports a blob
+ * and closes it again never maps the table at all. */
 int sim_lookup(struct sim_map *m, int fd, uint32_t type, uint32_t handle, uint64_t serial,
 	       struct sim_objv *o);
 /* The same without recording an error: for probes. */
