@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * One view (struct sim_map) per table per process, found by the memfd's
- * (st_dev, st_ino): however many contexts of a table this process receives
- * (a channel peer re-sending the same device, fork inheritance, imports of
- * a dup), the header is validated and the table mapped once. Each context
- * holds a reference; the last one to close unmaps the table and frees the
- * entry, so a process that sees many tables over time keeps only the ones
- * it still has open. The list is short (tables open at once in a process),
+ * (st_dev, st_ino) and checked against the table id in its header (inode
+ * numbers wrap: same_table): however many contexts of a table this process
+ * receives (a channel peer re-sending the same device, fork inheritance,
+ * imports of a dup), the header is validated and the table mapped once.
+ * Each context holds a reference; the last one to close unmaps the table
+ * and frees the entry, so a process that sees many tables over time keeps
+ * only the ones it still has open. The list is short (tables open at once in a process),
  * so a linear search is fine.
  *
  * Untrusted-memory rule (sim_table.h): the header is read once, by pread
@@ -115,35 +116,64 @@ static bool header_ok(const struct sim_header *hdr, const struct stat *st)
 	       (uint64_t)st->st_size == want.file_size;
 }
 
+/*
+ * Is the file in fd (found by its inode) the table of entry m? Shmem inode
+ * numbers are 32 bits and wrap, so a peer making memfds for long enough can
+ * meet a table this process holds. Such a file is refused, never taken for
+ * the entry's table: of another size its mapping would end early (SIGBUS;
+ * the seals, checked by owns_fd, fix the size), and of another table id it
+ * is another table, whose objects the entry's mapping would mix with its
+ * own. Refused rather than given an entry of its own: two entries for one
+ * file (a peer rewriting the id) would split one table's lock between two
+ * views in this process. One pread of the id per adopt (not per import).
+ */
+static int same_table(const struct sim_map *m, int fd, const struct stat *st)
+{
+	uint64_t id;
+	ssize_t got;
+
+	if ((uint64_t)st->st_size != m->dm_area_off + SIM_DM_BYTES)
+		return rs_fail(RSHARE_E_NODEV, 0,
+			       "has the inode of a simulated table open here but "
+			       "not its size");
+	got = pread(fd, &id, sizeof(id), (off_t)offsetof(struct sim_header, table_id));
+	if (got < 0)
+		return rs_fail(RSHARE_E_IO, errno, "could not be read (the table header)");
+	if (got != (ssize_t)sizeof(id))
+		return rs_fail(RSHARE_E_NODEV, 0, "is too short to hold a simulated table");
+	if (id != m->table_id)
+		return rs_fail(RSHARE_E_NODEV, 0,
+			       "has the inode of a simulated table open here (id "
+			       "%016llx) but is another table (id %016llx): refused, so "
+			       "the two are never mixed; close the first one's contexts",
+			       (unsigned long long)m->table_id, (unsigned long long)id);
+	return RSHARE_OK;
+}
+
 int sim_map_get(int fd, struct sim_map **out)
 {
 	struct sim_header hdr;
 	struct stat st;
 	struct sim_map *m;
 	ssize_t got;
-	int seals;
+	int seals, status;
 
 	if (fstat(fd, &st) < 0)
 		return rs_fail(RSHARE_E_IO, errno, "could not be examined (fstat)");
 	lock_registry();
 	m = find_locked(&st);
-	if (m && (uint64_t)st.st_size != m->dm_area_off + SIM_DM_BYTES) {
-		/* Another file with the inode number of a table we hold: shmem
-		 * numbers are 32 bits and wrap, so a peer making memfds for long
-		 * enough can meet a live one. Its mapping would end early (a
-		 * SIGBUS). The seals were checked (owns_fd) and fix the size. */
-		pthread_mutex_unlock(&reg_lock);
-		return rs_fail(RSHARE_E_NODEV, 0,
-			       "has the inode of a simulated table open here but "
-			       "not its size");
-	}
+	if (m)
+		m->refs++; /* held while its id is read, without the registry lock */
+	pthread_mutex_unlock(&reg_lock);
 	if (m) {
-		m->refs++;
-		pthread_mutex_unlock(&reg_lock);
+		status = same_table(m, fd, &st);
+		if (status) {
+			sim_map_put(m);
+			return status;
+		}
 		*out = m;
 		return RSHARE_OK;
 	}
-	pthread_mutex_unlock(&reg_lock);
 	/* First sight of this table here: validate its seals and constants,
 	 * once (seals are never removed). */
 	seals = fcntl(fd, F_GET_SEALS);
@@ -160,6 +190,15 @@ int sim_map_get(int fd, struct sim_map **out)
 			       "holds a simulated table of another layout or a damaged one");
 	lock_registry();
 	m = find_locked(&st); /* another thread may have added it meanwhile */
+	if (m && m->table_id != hdr.table_id) {
+		pthread_mutex_unlock(&reg_lock);
+		return rs_fail(RSHARE_E_NODEV, 0,
+			       "has the inode of a simulated table open here (id "
+			       "%016llx) but is another table (id %016llx): refused, so "
+			       "the two are never mixed; close the first one's contexts",
+			       (unsigned long long)m->table_id,
+			       (unsigned long long)hdr.table_id);
+	}
 	if (m)
 		m->refs++;
 	else
@@ -209,3 +248,20 @@ void sim_map_put(struct sim_map *m)
 	pthread_mutex_destroy(&m->local);
 	free(m);
 }
+
+#ifdef RSHARE_TEST_HOOKS
+int sim_test_map_inject(int fd, uint64_t table_id, struct sim_map **out)
+{
+	struct sim_header h;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return RSHARE_E_IO;
+	sim_layout((uint32_t)sysconf(_SC_PAGESIZE), &h);
+	h.table_id = table_id;
+	lock_registry();
+	*out = new_entry(&st, &h); /* first in the list: found before any other */
+	pthread_mutex_unlock(&reg_lock);
+	return *out ? RSHARE_OK : RSHARE_E_NOMEM;
+}
+#endif

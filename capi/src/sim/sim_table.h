@@ -180,6 +180,12 @@ int sim_map_get(int fd, struct sim_map **out);
 /* Register a table this process has just made and mapped. */
 int sim_map_add_new(int fd, struct sim_table *t, struct sim_map **out);
 void sim_map_put(struct sim_map *m);
+#ifdef RSHARE_TEST_HOOKS
+/* Tests only (the rshare_internal_test library): add a registry entry for
+ * fd's inode that claims table id table_id, found before any other, as if
+ * another table had met this one's inode number. sim_map_put drops it. */
+int sim_test_map_inject(int fd, uint64_t table_id, struct sim_map **out);
+#endif
 
 /* Lock the table (mapping it through fd first if needed), finishing the
  * half-done update of a holder that died. On success the table is

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The per-process table registry finds a table by its memfd's inode, and
+ * shmem inode numbers are 32 bits and wrap: another table can meet the
+ * inode of one this process holds. Producing that for real takes 2^32
+ * memfds, so the test hook sim_test_map_inject (only in the
+ * rshare_internal_test build) adds an entry that claims the inode of a real
+ * table with another table id, as a table that met it would have. Adopting
+ * the real table must then be refused (NODEV, saying why), never served
+ * through the other table's entry; contexts already adopted keep working;
+ * an entry of the same id is shared as before.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sim/sim_table.h"
+
+/* The table id of dev, from its header (the creator's own file). */
+static uint64_t table_id(int fd)
+{
+	uint64_t id = 0;
+
+	REQUIRE(pread(fd, &id, sizeof(id), (off_t)offsetof(struct sim_header, table_id)) ==
+		(ssize_t)sizeof(id));
+	return id;
+}
+
+int main(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *dev, *other, *again;
+	rshare_pd *pd, *imp;
+	struct sim_map *fake, *same;
+	size_t len;
+	int fd, fds_before;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
+	len = export_pd(pd, blob);
+
+	/* Without a collision, a second context of the table shares it. */
+	REQUIRE_OK(rshare_device_import(fd, &again));
+	CHECK_OK(rshare_pd_import(again, blob, len, &imp));
+	CHECK_OK(rshare_pd_unimport(imp));
+	CHECK_OK(rshare_device_close(again));
+
+	/* Another table's entry on this table's inode: refused, nothing made. */
+	REQUIRE(sim_test_map_inject(fd, table_id(fd) ^ 0x5a5a5a5a5a5a5a5aull, &fake) ==
+		RSHARE_OK);
+	fds_before = count_fds();
+	other = NULL;
+	CHECK_ST(rshare_device_import(fd, &other), RSHARE_E_NODEV);
+	CHECK_MSG("another table");
+	CHECK_MSG("fd "); /* names the caller's fd (rs_fail_context) */
+	CHECK(other == NULL);
+	CHECK(count_fds() == fds_before);
+	/* The context adopted before the collision still has its own view. */
+	CHECK_OK(rshare_pd_import(dev, blob, len, &imp));
+	CHECK_OK(rshare_pd_unimport(imp));
+	sim_map_put(fake);
+
+	/* The colliding table gone, the table is adopted again. */
+	CHECK_OK(rshare_device_import(fd, &again));
+	CHECK_OK(rshare_pd_import(again, blob, len, &imp));
+	CHECK_OK(rshare_pd_unimport(imp));
+	CHECK_OK(rshare_device_close(again));
+
+	/* An entry of the same id is the same table: shared, not refused. */
+	REQUIRE(sim_test_map_inject(fd, table_id(fd), &same) == RSHARE_OK);
+	CHECK_OK(rshare_device_import(fd, &again));
+	CHECK_OK(rshare_device_close(again));
+	sim_map_put(same);
+
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+	TEST_DONE();
+}
