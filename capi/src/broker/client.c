@@ -123,8 +123,8 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	do
 		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	while (r < 0 && errno == EINTR);
-	if (r <= 0)
-		return rs_fail(RSHARE_E_IO, r < 0 ? errno : ECONNRESET,
+	if (r < 0)
+		return rs_fail(RSHARE_E_IO, errno,
 			       "the broker closed the connection (it stopped or died)");
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
@@ -133,7 +133,10 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 				   nfds < MAX_FDS; i++)
 			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 	}
-	if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+	if (r == 0) /* end of stream, or an empty record (with fds, closed below) */
+		status = rs_fail(RSHARE_E_IO, ECONNRESET,
+				 "the broker closed the connection (it stopped or died)");
+	else if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply too long");
 	else
 		status = rsb_parse_header(rx, (size_t)r, &rep->h);

@@ -32,6 +32,13 @@ static int set_path(char path[RSB_PATH_MAX], const char *a, const char *b)
 	return RSHARE_OK;
 }
 
+/* The last-resort default, in /tmp, where anyone may have made the
+ * directory first. */
+static void tmp_default(char dir[64])
+{
+	snprintf(dir, 64, "/tmp/rshare-%u", (unsigned)geteuid());
+}
+
 int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX])
 {
 	const char *env;
@@ -47,8 +54,30 @@ int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX])
 		return set_path(path, env, "/rshare/broker.sock");
 	if (geteuid() == 0)
 		return set_path(path, "/run/rshare/broker.sock", "");
-	snprintf(dir, sizeof(dir), "/tmp/rshare-%u", (unsigned)geteuid());
+	tmp_default(dir);
 	return set_path(path, dir, "/broker.sock");
+}
+
+/* At the /tmp default, a broker of another user (who made the directory
+ * before us, or a symlink to theirs) would be handed our devices and
+ * payloads: there the broker must be this user or root. */
+static int check_tmp_broker(int s, const char *path)
+{
+	char dir[64], def[RSB_PATH_MAX];
+	struct ucred cr;
+	socklen_t n = sizeof(cr);
+
+	tmp_default(dir);
+	snprintf(def, sizeof(def), "%s/broker.sock", dir);
+	if (strcmp(path, def) != 0)
+		return RSHARE_OK;
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &n) != 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot tell who serves %s", path);
+	if (cr.uid != geteuid() && cr.uid != 0)
+		return rs_fail(RSHARE_E_PERM, 0,
+			       "the broker at %s runs as uid %u, not as this user or root: "
+			       "not trusted", path, (unsigned)cr.uid);
+	return RSHARE_OK;
 }
 
 static int fill_addr(struct sockaddr_un *sa, const char *path)
@@ -77,6 +106,11 @@ int rsb_connect(const char *endpoint, int *fd)
 		close(s);
 		return rs_fail(err == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, err,
 			       "no broker reachable at %s", path);
+	}
+	status = check_tmp_broker(s, path);
+	if (status) {
+		close(s);
+		return status;
 	}
 	*fd = s;
 	return RSHARE_OK;

@@ -46,6 +46,7 @@
 #define MAX_FDS 8          /* room to see (and close) a client's extra fds */
 #define BATCH 16           /* requests served per connection per wake-up */
 #define IDLE_MS_DEFAULT 10000
+#define ACCEPT_PAUSE_MS 100 /* out of fds: how long the listener rests */
 
 struct share {
 	struct share *next;      /* hash chain */
@@ -92,6 +93,7 @@ struct rsb_server {
 	size_t nshares;
 	size_t payload_bytes;    /* held by all shares, at most MAX_PAYLOAD_BYTES */
 	uint64_t idle_ms;
+	uint64_t accept_after;   /* ms; the listener is not polled before */
 	uint8_t *rx;             /* one request, RSB_MSG_MAX + 1 bytes */
 	struct pollfd *pfds;
 };
@@ -521,11 +523,19 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	while (r < 0 && errno == EINTR);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return false;
-	if (r <= 0) {
+	if (r < 0) {
 		c->dead = true; /* the client left */
 		return false;
 	}
 	nfds = take_fds(&msg, fds);
+	if (r == 0) {
+		/* The client left, or sent an empty record, which may carry
+		 * fds all the same: they are closed. */
+		for (int i = 0; i < nfds; i++)
+			rs_close_quietly(fds[i]);
+		c->dead = true;
+		return false;
+	}
 	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "request too long (%s)",
 				 (msg.msg_flags & MSG_TRUNC) ? "over the largest message"
@@ -590,8 +600,15 @@ static void accept_all(struct rsb_server *s)
 		int fd = accept4(s->l.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct conn *c;
 
-		if (fd < 0)
-			return; /* EAGAIN, or out of fds: poll again */
+		if (fd < 0) {
+			/* Out of fds (or memory), the pending connection stays
+			 * queued and poll() would report it at once, forever:
+			 * rest the listener while connections close. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				s->accept_after = now_ms() + ACCEPT_PAUSE_MS;
+			return;
+		}
 		if (s->nconns >= MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
 			close(fd);
 			continue;
@@ -683,9 +700,12 @@ void rsb_server_run(struct rsb_server *s)
 
 		expire(s, now, &next);
 		reap(s);
+		if (now < s->accept_after && s->accept_after < next)
+			next = s->accept_after;
 		timeout = next == UINT64_MAX ? -1 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
 		s->pfds[0] = (struct pollfd){ .fd = s->wake[0], .events = POLLIN };
-		s->pfds[1] = (struct pollfd){ .fd = s->nconns < MAX_CONNS ? s->l.fd : -1,
+		s->pfds[1] = (struct pollfd){ .fd = s->nconns < MAX_CONNS &&
+							  now >= s->accept_after ? s->l.fd : -1,
 					      .events = POLLIN };
 		for (size_t i = 0; i < s->nconns; i++)
 			s->pfds[n++] = (struct pollfd){ .fd = s->conns[i]->fd,

@@ -1,0 +1,397 @@
+/*
+ * The broker and its clients against each other's hostility, one finding
+ * of an adversarial review per case (regression tests):
+ *   empty     an empty record carrying fds: the broker closes them
+ *   fake      a fake broker's replies (empty with an fd, wrong magic, huge
+ *             length, no fd, a non-device fd, extra fds): clear status, no fd
+ *             kept by the client
+ *   emfile    a broker out of fds does not spin on its listener, and
+ *             serves again once connections close
+ *   squat     another user's broker at the /tmp default path is not trusted
+ *             with a publish or an attach
+ * Run with no argument for all, or one case name.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "broker_util.h"
+
+static char dir[64], path[100];
+
+static int settled_fds(void)
+{
+	int n = count_fds(), same = 0;
+
+	for (int i = 0; i < 500 && same < 10; i++) {
+		usleep(10000);
+		same = count_fds() == n ? same + 1 : 0;
+		n = count_fds();
+	}
+	return n;
+}
+
+static int send_fds(int s, const void *msg, size_t len, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr a;
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		struct cmsghdr *cm;
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	return (int)sendmsg(s, &m, MSG_NOSIGNAL);
+}
+
+/* Empty seqpacket records with fds: recvmsg() returns 0, as at the end of
+ * the stream, but the fds arrived; the broker leaked them. */
+static void case_empty(void)
+{
+	rshare_broker *b;
+	int before, p[2], fds[3];
+	char json[4096];
+	size_t n;
+
+	REQUIRE_OK(rshare_broker_start(path, &b));
+	REQUIRE(pipe(p) == 0);
+	fds[0] = p[0];
+	fds[1] = p[1];
+	fds[2] = p[0];
+	before = settled_fds();
+	for (int i = 0; i < 50; i++) {
+		int s = raw_connect(path);
+		CHECK(send_fds(s, "", 0, fds, 3) == 0);
+		close(s);
+	}
+	/* Still serving, and nothing kept. */
+	CHECK_OK(rshare_broker_list(path, json, sizeof(json), &n));
+	CHECK(settled_fds() == before);
+	close(p[0]);
+	close(p[1]);
+	CHECK_OK(rshare_broker_stop(b));
+}
+
+/* ---- a fake broker ---- */
+
+enum trick { EMPTY_FD, BAD_MAGIC, HUGE_LEN, OK_NO_FD, OK_PIPE, OK_TWO_FDS, OK_LONG, NTRICKS };
+
+struct fake {
+	int lfd;
+	int tricks; /* served one per connection, in order */
+	int p[2];   /* the fds it hands out: a pipe */
+};
+
+static void *fake_broker(void *arg)
+{
+	struct fake *f = arg;
+	unsigned char req[512], m[64];
+	int *p = f->p;
+
+	for (int t = 0; t < f->tricks; t++) {
+		int s = accept(f->lfd, NULL, NULL), fds[2] = { p[0], p[1] };
+		uint32_t len = 0;
+		int32_t st = 0;
+
+		REQUIRE(s >= 0);
+		(void)!recv(s, req, sizeof(req), 0);
+		memcpy(m, "RSBK\1\0", 6);
+		m[6] = 2 | 0x80; /* attach reply */
+		m[7] = 0;
+		if (t == HUGE_LEN)
+			len = 0xfffffff0u;
+		if (t == OK_LONG)
+			len = 48; /* more than the 4-byte buffer asked for */
+		memcpy(m + 8, &len, 4);
+		memcpy(m + 12, &st, 4);
+		memset(m + 16, 0, 48);
+		if (t == BAD_MAGIC)
+			m[0] = 'X';
+		switch (t) {
+		case EMPTY_FD:
+			send_fds(s, "", 0, fds, 1);
+			break;
+		case OK_NO_FD:
+			send_fds(s, m, 16, NULL, 0);
+			break;
+		case OK_TWO_FDS:
+			send_fds(s, m, 16, fds, 2);
+			break;
+		case OK_LONG:
+			send_fds(s, m, 64, fds, 1);
+			break;
+		default:
+			send_fds(s, m, 16, fds, 1);
+		}
+		close(s);
+	}
+	return NULL;
+}
+
+/* How many fds of this process are the pipe fd p is an end of. */
+static int pipe_fds(int p)
+{
+	char want[64], link[64], name[64];
+	int n = 0;
+	ssize_t k;
+
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", p);
+	k = readlink(name, want, sizeof(want) - 1);
+	REQUIRE(k > 0);
+	want[k] = '\0';
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+		k = readlink(name, link, sizeof(link) - 1);
+		if (k > 0) {
+			link[k] = '\0';
+			n += strcmp(link, want) == 0;
+		}
+	}
+	return n;
+}
+
+static void case_fake(void)
+{
+	static const int want[NTRICKS] = {
+		[EMPTY_FD] = RSHARE_E_IO,          [BAD_MAGIC] = RSHARE_E_PROTOCOL,
+		[HUGE_LEN] = RSHARE_E_PROTOCOL,    [OK_NO_FD] = RSHARE_E_PROTOCOL,
+		[OK_PIPE] = RSHARE_E_NODEV,        [OK_TWO_FDS] = RSHARE_E_PROTOCOL,
+		[OK_LONG] = RSHARE_E_PROTOCOL,
+	};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fake f = { .tricks = NTRICKS };
+	unsigned char got[4];
+	rshare_device *d;
+	pthread_t t;
+	size_t n;
+	int before;
+
+	f.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	REQUIRE(f.lfd >= 0 && bind(f.lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		listen(f.lfd, 8) == 0);
+	REQUIRE(pipe(f.p) == 0);
+	/* First use: the device scan loads rdma-core, which keeps an fd. */
+	REQUIRE_OK(rshare_device_open("sim0", &d));
+	CHECK_OK(rshare_device_close(d));
+	before = count_fds();
+	REQUIRE(pthread_create(&t, NULL, fake_broker, &f) == 0);
+	for (int i = 0; i < NTRICKS; i++) {
+		d = NULL;
+		CHECK_ST(rshare_broker_attach(path, "x", 0, &d, got, sizeof(got), &n), want[i]);
+		CHECK(d == NULL);
+		/* None of the fds it sent kept; at most the connection, which
+		 * attach keeps when the reply itself parsed (closed at the next
+		 * attach, which finds it hung up). */
+		if (pipe_fds(f.p[0]) != 2 || count_fds() > before + 1)
+			fprintf(stderr, "trick %d: %d fds, %d before\n", i, count_fds(), before);
+		CHECK(pipe_fds(f.p[0]) == 2);
+		CHECK(count_fds() <= before + 1);
+	}
+	pthread_join(t, NULL);
+	close(f.p[0]);
+	close(f.p[1]);
+	close(f.lfd);
+	unlink(path);
+}
+
+/* ---- out of fds ---- */
+
+static double cpu_s(pid_t pid)
+{
+	char name[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	f = fopen(name, "r");
+	REQUIRE(f != NULL);
+	REQUIRE(fgets(buf, sizeof(buf), f) != NULL);
+	fclose(f);
+	p = strrchr(buf, ')');
+	REQUIRE(p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			    &ut, &st) == 2);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void case_emfile(void)
+{
+	enum { CONNS = 80 };
+	int ready[2], conns[CONNS];
+	char json[4096], c;
+	size_t n;
+	double cpu;
+	pid_t pid;
+
+	REQUIRE(pipe(ready) == 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 48, 48 };
+		rshare_broker *b;
+		setenv("RSHARE_BROKER_IDLE_MS", "60000", 1);
+		if (rshare_broker_start(path, &b) != RSHARE_OK ||
+		    setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(1);
+		(void)!write(ready[1], "r", 1);
+		for (;;)
+			pause();
+	}
+	REQUIRE(pid > 0);
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	/* More silent connections than the broker has fds. */
+	for (int i = 0; i < CONNS; i++)
+		conns[i] = raw_connect(path);
+	usleep(200000);
+	cpu = cpu_s(pid);
+	usleep(1000000);
+	cpu = cpu_s(pid) - cpu;
+	if (cpu > 0.05)
+		fprintf(stderr, "broker out of fds used %.2f s of CPU in 1 s\n", cpu);
+	CHECK(cpu <= 0.05);
+	for (int i = 0; i < CONNS; i++)
+		close(conns[i]);
+	/* Serving again. */
+	CHECK_OK(rshare_broker_list(path, json, sizeof(json), &n));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+	unlink(path);
+	snprintf(json, sizeof(json), "%s.lock", path);
+	unlink(json);
+}
+
+/* ---- /tmp squatting ---- */
+
+#define VICTIM 4244
+#define SQUATTER 4245
+
+/* The squatter's fake broker: exit 1 if the victim handed it an fd. */
+static int squatter(int ready)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char tdir[64];
+	int l, got = 0;
+
+	if (setgid(SQUATTER) || setuid(SQUATTER))
+		return 2;
+	snprintf(tdir, sizeof(tdir), "/tmp/rshare-%d", VICTIM);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/broker.sock", tdir);
+	l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (mkdir(tdir, 0755) || l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(sa.sun_path, 0666) || listen(l, 8))
+		return 3;
+	(void)!write(ready, "r", 1);
+	for (int i = 0; i < 2; i++) {
+		struct pollfd p = { .fd = l, .events = POLLIN };
+		union {
+			struct cmsghdr a;
+			char buf[CMSG_SPACE(8 * sizeof(int))];
+		} ctl;
+		unsigned char buf[70000];
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl) };
+		int s;
+
+		if (poll(&p, 1, 3000) != 1 || (s = accept(l, NULL, NULL)) < 0)
+			break;
+		p = (struct pollfd){ .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 1000) == 1 && recvmsg(s, &m, 0) > 0 && CMSG_FIRSTHDR(&m))
+			got = 1;
+		close(s);
+	}
+	return got;
+}
+
+static int victim(void)
+{
+	rshare_device *dev, *d;
+	rshare_share *sh;
+	unsigned char got[64];
+	size_t n;
+	int bad = 0;
+
+	if (setgid(VICTIM) || setuid(VICTIM))
+		return 100;
+	unsetenv("RSHARE_BROKER");
+	unsetenv("XDG_RUNTIME_DIR");
+	if (rshare_device_open("sim0", &dev))
+		return 101;
+	if (rshare_broker_publish(NULL, "secret", dev, "pay", 3, NULL, &sh) != RSHARE_E_PERM)
+		bad |= 1;
+	if (rshare_broker_attach(NULL, "secret", 0, &d, got, sizeof(got), &n) != RSHARE_E_PERM)
+		bad |= 2;
+	if (!strstr(rshare_last_error(), "uid 4245"))
+		bad |= 4;
+	rshare_device_close(dev);
+	return bad;
+}
+
+static void case_squat(void)
+{
+	pid_t sq, vi;
+	int ready[2], st;
+	char c;
+
+	if (geteuid() != 0) {
+		printf("case_squat: needs root to become two other uids; skipped\n");
+		return;
+	}
+	(void)!system("rm -rf /tmp/rshare-4244");
+	REQUIRE(pipe(ready) == 0);
+	fflush(NULL);
+	sq = fork();
+	if (sq == 0)
+		_exit(squatter(ready[1]));
+	REQUIRE(sq > 0 && read(ready[0], &c, 1) == 1);
+	vi = fork();
+	if (vi == 0)
+		_exit(victim());
+	REQUIRE(vi > 0 && waitpid(vi, &st, 0) == vi);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "victim: status 0x%x\n", st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kill(sq, SIGTERM);
+	REQUIRE(waitpid(sq, &st, 0) == sq);
+	/* Killed while waiting (no fd received) or exited 0. */
+	CHECK(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
+	close(ready[0]);
+	close(ready[1]);
+	(void)!system("rm -rf /tmp/rshare-4244");
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+
+	signal(SIGPIPE, SIG_IGN);
+	make_endpoint(dir, sizeof(dir), path, sizeof(path));
+	if (!only || strcmp(only, "empty") == 0)
+		case_empty();
+	if (!only || strcmp(only, "fake") == 0)
+		case_fake();
+	if (!only || strcmp(only, "emfile") == 0)
+		case_emfile();
+	if (!only || strcmp(only, "squat") == 0)
+		case_squat();
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		CHECK(system(cmd) == 0);
+	}
+	TEST_DONE();
+}
