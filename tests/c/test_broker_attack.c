@@ -9,6 +9,8 @@
  *             serves again once connections close
  *   squat     another user's broker at the /tmp default path is not trusted
  *             with a publish or an attach
+ *   quota     another user holds at most 256 connections (waiting attaches
+ *             never time out): beyond, BUSY; the broker's user still served
  * Run with no argument for all, or one case name.
  */
 #include <poll.h>
@@ -374,6 +376,98 @@ static void case_squat(void)
 	(void)!system("rm -rf /tmp/rshare-4244");
 }
 
+/* ---- one user's connections ---- */
+
+#define QUOTA 256
+#define TRIES 300
+
+/* As nobody: TRIES connections each waiting for a name that never comes.
+ * Exit 0 when exactly those beyond the quota were refused with BUSY and a
+ * further attach says BUSY too. */
+static int hog(int ready, int done)
+{
+	static int s[TRIES];
+	unsigned char m[64], got[8];
+	rshare_device *d;
+	uint32_t forever = 0xffffffffu;
+	int busy = 0, other = 0, st;
+	size_t n;
+	char c;
+
+	if (setgid(65534) || setuid(65534))
+		return 100;
+	memcpy(m, "RSBK\1\0\2\0", 8);
+	m[8] = 12 + 6;
+	memset(m + 9, 0, 7 + 12);
+	memcpy(m + 16, &forever, 4);
+	m[24] = 6;
+	memcpy(m + 28, "q/none", 6);
+	for (int i = 0; i < TRIES; i++) {
+		s[i] = raw_connect(path);
+		if (send(s[i], m, 34, MSG_NOSIGNAL) != 34)
+			return 101;
+	}
+	usleep(300000);
+	for (int i = 0; i < TRIES; i++) {
+		unsigned char r[1024];
+		if (recv(s[i], r, sizeof(r), MSG_DONTWAIT) >= 16) {
+			memcpy(&st, r + 12, 4);
+			busy += st == RSHARE_E_BUSY && r[6] == 0x80;
+			other += st != RSHARE_E_BUSY;
+		}
+	}
+	st = rshare_broker_attach(path, "q/none", 0, &d, got, sizeof(got), &n);
+	if (busy != TRIES - QUOTA || other || st != RSHARE_E_BUSY) {
+		fprintf(stderr, "hog: %d busy, %d other, attach %d: %s\n", busy, other, st,
+			rshare_last_error());
+		return 1;
+	}
+	(void)!write(ready, "r", 1);
+	(void)!read(done, &c, 1);
+	return 0;
+}
+
+static void case_quota(void)
+{
+	int ready[2], done[2], st;
+	rshare_broker *b;
+	unsigned char got[512];
+	rshare_device *d;
+	rshare_share *sh;
+	struct pub p;
+	size_t n;
+	pid_t pid;
+	char c;
+
+	if (geteuid() != 0) {
+		printf("case_quota: needs root to become another uid; skipped\n");
+		return;
+	}
+	REQUIRE_OK(rshare_broker_start(path, &b));
+	REQUIRE(pipe(ready) == 0 && pipe(done) == 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(hog(ready[1], done[0]));
+	REQUIRE(pid > 0);
+	close(ready[1]);
+	CHECK(read(ready[0], &c, 1) == 1);
+	/* The broker's own user is served while nobody holds its quota. */
+	pub_make(&p);
+	CHECK_OK(rshare_broker_publish(path, "q/mine", p.dev, p.payload, p.len, NULL, &sh));
+	CHECK_OK(rshare_broker_attach(path, "q/mine", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d));
+	CHECK_OK(rshare_broker_withdraw(sh));
+	pub_free(&p);
+	(void)!write(done[1], "d", 1);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(ready[0]);
+	close(done[0]);
+	close(done[1]);
+	CHECK_OK(rshare_broker_stop(b));
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -388,6 +482,8 @@ int main(int argc, char **argv)
 		case_emfile();
 	if (!only || strcmp(only, "squat") == 0)
 		case_squat();
+	if (!only || strcmp(only, "quota") == 0)
+		case_quota();
 	{
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -140,7 +140,10 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply too long");
 	else
 		status = rsb_parse_header(rx, (size_t)r, &rep->h);
-	if (!status && rep->h.type != (want | RSB_REPLY))
+	/* Type 0 | REPLY: the broker refuses or ends the connection itself
+	 * (idle, over its limits); its status and message say why. */
+	if (!status && rep->h.type != (want | RSB_REPLY) &&
+	    !(rep->h.type == RSB_REPLY && rep->h.status < 0))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply of type 0x%x to a request "
 				 "of type %u", rep->h.type, want);
 	if (!status && (rep->h.status > 0 || rep->h.status < -255))
@@ -158,6 +161,26 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	rep->body = rx + RSB_HDR;
 	rep->fd = nfds ? fds[0] : -1;
 	return RSHARE_OK;
+}
+
+/* Send a request and receive its reply. A broker that refused the
+ * connection as it accepted it (type 0 | REPLY: over a limit) has closed
+ * it already, so the send fails: its reply, if there, says why. */
+static int after_send(int sock, int sent, uint8_t want, int64_t timeout_ms, uint8_t *rx,
+		      struct reply *rep)
+{
+	if (!sent)
+		return recv_reply(sock, want, timeout_ms, rx, rep);
+	if ((rs_last_errno() == EPIPE || rs_last_errno() == ECONNRESET) &&
+	    recv_reply(sock, want, 0, rx, rep) == RSHARE_OK && rep->h.type == RSB_REPLY)
+		return RSHARE_OK;
+	return rs_fail(RSHARE_E_IO, EPIPE, "cannot send to the broker");
+}
+
+static int request(int sock, const uint8_t *msg, size_t len, uint8_t want,
+		   int64_t timeout_ms, uint8_t *rx, struct reply *rep)
+{
+	return after_send(sock, send_request(sock, msg, len, -1), want, timeout_ms, rx, rep);
 }
 
 /* A failure reply: its status, with the broker's message. */
@@ -180,9 +203,7 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
 
 	if (status)
 		return status;
-	status = send_request(s, req, len, -1);
-	if (!status)
-		status = recv_reply(s, want, timeout_ms, rx, rep);
+	status = request(s, req, len, want, timeout_ms, rx, rep);
 	if (status || !sock)
 		close(s);
 	else
@@ -274,9 +295,11 @@ static int transact_kept(const char *endpoint, const uint8_t *req, size_t len, u
 
 		if (!reused && (status = rsb_connect(path, &s)) != RSHARE_OK)
 			break;
-		status = send_request(s, req, len, -1);
-		if (!status)
-			status = recv_reply(s, want, timeout_ms, rx, rep);
+		status = request(s, req, len, want, timeout_ms, rx, rep);
+		if (!status && rep->h.type == RSB_REPLY) {
+			close(s); /* refused: the broker closed it */
+			break;
+		}
 		if (!status) {
 			kept_put(s, path);
 			break;
@@ -375,8 +398,7 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 		/* Pinned while sending: the fd cannot be closed under us. */
 		status = send_request(s, buf, n, dslot->u.dev->ctx.fd);
 		rs_unpin(dslot);
-		if (!status)
-			status = recv_reply(s, RSB_PUBLISH, REPLY_MS, buf, &rep);
+		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
 			status = reply_failure(&rep);
 		if (!status)

@@ -41,6 +41,7 @@
 
 #define BUCKETS 1024
 #define MAX_CONNS 4096
+#define MAX_CONNS_OTHER 256 /* per uid, for uids other than root and the broker's */
 #define MAX_SHARES 65536
 #define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
 #define MAX_FDS 8          /* room to see (and close) a client's extra fds */
@@ -594,6 +595,45 @@ static void read_creds(struct conn *c)
 	}
 }
 
+/* Read and drop what c already sent (closing any fds), so that closing it
+ * does not reset the connection before the client reads the reply. */
+static void discard_pending(struct rsb_server *s, struct conn *c)
+{
+	for (int b = 0; b < BATCH; b++) {
+		union {
+			struct cmsghdr align;
+			char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+		} ctl;
+		struct iovec iov = { s->rx, RSB_MSG_MAX + 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		int fds[MAX_FDS], nfds;
+		ssize_t r = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (r < 0)
+			return;
+		nfds = take_fds(&msg, fds);
+		for (int i = 0; i < nfds; i++)
+			rs_close_quietly(fds[i]);
+		if (r == 0)
+			return;
+	}
+}
+
+/* Another user (not root, not the broker's) may hold only so many
+ * connections: waiting attachers are never timed out, and one user filling
+ * the table (or the broker's fds) would lock everyone else out. */
+static bool over_quota(const struct rsb_server *s, const struct conn *c)
+{
+	int n = 0;
+
+	if (c->uid == 0 || c->uid == geteuid())
+		return false;
+	for (size_t i = 0; i < s->nconns; i++)
+		n += s->conns[i]->uid == c->uid && !s->conns[i]->dead;
+	return n > MAX_CONNS_OTHER;
+}
+
 static void accept_all(struct rsb_server *s)
 {
 	for (int k = 0; k < 64; k++) {
@@ -617,6 +657,14 @@ static void accept_all(struct rsb_server *s)
 		read_creds(c);
 		c->idle_deadline = now_ms() + s->idle_ms;
 		s->conns[s->nconns++] = c;
+		if (over_quota(s, c)) {
+			rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d connections to the broker, "
+				"its limit", (unsigned)c->uid, MAX_CONNS_OTHER);
+			discard_pending(s, c);
+			send_error(c, 0, RSHARE_E_BUSY);
+			c->dead = true;
+			continue;
+		}
 		/* The request usually arrived with the connection: serve it
 		 * now rather than after another poll(). */
 		for (int b = 0; b < BATCH && serve_one(s, c); b++)
