@@ -11,6 +11,10 @@
  *             with a publish or an attach
  *   quota     another user holds at most 256 connections (waiting attaches
  *             never time out): beyond, BUSY; the broker's user still served
+ *   shares    and at most 256 shares, persistent ones (which outlive their
+ *             connection) included
+ *   list      a client that reads none of a long list reply is dropped after
+ *             the idle time, even a publisher
  * Run with no argument for all, or one case name.
  */
 #include <poll.h>
@@ -468,6 +472,133 @@ static void case_quota(void)
 	CHECK_OK(rshare_broker_stop(b));
 }
 
+/* ---- persistent shares of another user ---- */
+
+/* A raw persistent publish of fd as name on s; the reply's status. */
+static int32_t raw_publish(int s, const char *name, int fd)
+{
+	unsigned char m[16 + 16 + 256];
+	uint32_t len = 16 + (uint32_t)strlen(name), flags = 1;
+	uint16_t nl = (uint16_t)strlen(name);
+
+	memcpy(m, "RSBK\1\0\1\0", 8);
+	memcpy(m + 8, &len, 4);
+	memset(m + 12, 0, 4 + 16);
+	memcpy(m + 16, &flags, 4);
+	memcpy(m + 20, &nl, 2);
+	memcpy(m + 32, name, nl);
+	if (send_fds(s, m, 16 + len, &fd, 1) != (int)(16 + len))
+		return INT32_MIN;
+	return raw_reply_status(s);
+}
+
+/* As nobody: persistent shares (which outlive their connection) beyond
+ * the quota are refused; exit 0 when exactly 256 were taken. */
+static int hoarder(void)
+{
+	rshare_device *dev;
+	int ok = 0, busy = 0, fd;
+
+	if (setgid(65534) || setuid(65534))
+		return 100;
+	if (rshare_device_open("sim0", &dev) || rshare_device_fd(dev, &fd))
+		return 101;
+	for (int i = 0; i < 260; i++) {
+		char name[32];
+		int s = raw_connect(path);
+		int32_t st;
+		snprintf(name, sizeof(name), "hoard/%d", i);
+		st = raw_publish(s, name, fd);
+		ok += st == RSHARE_OK;
+		busy += st == RSHARE_E_BUSY;
+		close(s); /* the share stays: persistent */
+	}
+	if (ok != 256 || busy != 4) {
+		fprintf(stderr, "hoarder: %d published, %d busy\n", ok, busy);
+		return 1;
+	}
+	rshare_device_close(dev);
+	return 0;
+}
+
+static void case_shares(void)
+{
+	rshare_broker *b;
+	rshare_share *sh;
+	struct pub p;
+	pid_t pid;
+	int st;
+
+	if (geteuid() != 0) {
+		printf("case_shares: needs root to become another uid; skipped\n");
+		return;
+	}
+	REQUIRE_OK(rshare_broker_start(path, &b));
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(hoarder());
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The broker's own user is not limited by it. */
+	pub_make(&p);
+	CHECK_OK(rshare_broker_publish(path, "mine", p.dev, p.payload, p.len, NULL, &sh));
+	CHECK_OK(rshare_broker_withdraw(sh));
+	pub_free(&p);
+	CHECK_OK(rshare_broker_stop(b)); /* withdraws the hoard */
+}
+
+/* ---- a list reply nobody reads ---- */
+
+/* A client that asks for a long list and reads none of it was kept for
+ * ever (its queued reply exempted it from the idle time), even as a
+ * publisher: now dropped after the idle time, in the middle of the list. */
+static void case_list(void)
+{
+	enum { SHARES = 700 };
+	rshare_device *dev;
+	rshare_broker *b;
+	unsigned char m[16], r[RSHARE_PAYLOAD_MAX + 64];
+	int pubs, s, fd, last_more = -1, eof = 0;
+
+	setenv("RSHARE_BROKER_IDLE_MS", "300", 1);
+	REQUIRE_OK(rshare_broker_start(path, &b));
+	unsetenv("RSHARE_BROKER_IDLE_MS");
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	pubs = raw_connect(path);
+	for (int i = 0; i < SHARES; i++) {
+		char name[256];
+		snprintf(name, sizeof(name), "list/%0200d", i);
+		REQUIRE(raw_publish(pubs, name, fd) == RSHARE_OK);
+	}
+	/* The lister, which publishes too (exempt from the idle time). */
+	s = raw_connect(path);
+	REQUIRE(raw_publish(s, "list/lister", fd) == RSHARE_OK);
+	memcpy(m, "RSBK\1\0\4\0", 8);
+	memset(m + 8, 0, 8);
+	REQUIRE(send(s, m, 16, MSG_NOSIGNAL) == 16);
+	usleep(1000000);
+	for (int i = 0; i < 10000 && !eof; i++) {
+		ssize_t k = recv(s, r, sizeof(r), MSG_DONTWAIT);
+		if (k >= 16) {
+			last_more = r[7] & 1;
+		} else if (k == 0 || (k < 0 && errno == ECONNRESET)) {
+			eof = 1;
+		} else {
+			usleep(10000); /* EAGAIN: an unfixed broker sends on */
+			if (i > 200)
+				break;
+		}
+	}
+	CHECK(eof);
+	CHECK(last_more == 1); /* cut in the middle */
+	close(s);
+	close(pubs);
+	CHECK_OK(rshare_broker_stop(b));
+	CHECK_OK(rshare_device_close(dev));
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -484,6 +615,10 @@ int main(int argc, char **argv)
 		case_squat();
 	if (!only || strcmp(only, "quota") == 0)
 		case_quota();
+	if (!only || strcmp(only, "shares") == 0)
+		case_shares();
+	if (!only || strcmp(only, "list") == 0)
+		case_list();
 	{
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

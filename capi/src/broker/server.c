@@ -42,6 +42,7 @@
 #define BUCKETS 1024
 #define MAX_CONNS 4096
 #define MAX_CONNS_OTHER 256 /* per uid, for uids other than root and the broker's */
+#define MAX_SHARES_OTHER 256 /* the same for shares, persistent ones included */
 #define MAX_SHARES 65536
 #define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
 #define MAX_FDS 8          /* room to see (and close) a client's extra fds */
@@ -275,6 +276,24 @@ not_blobs:
 	strcpy(out, "null");
 }
 
+/* Root and the broker's own user are trusted with its limits; others get
+ * a share of them (persistent shares outlive their publisher: one user
+ * could otherwise fill the broker's fds for good). */
+static bool other_user(uid_t uid)
+{
+	return uid != 0 && uid != geteuid();
+}
+
+static int shares_of(const struct rsb_server *s, uid_t uid)
+{
+	int n = 0;
+
+	for (size_t b = 0; b < BUCKETS; b++)
+		for (const struct share *sh = s->buckets[b]; sh; sh = sh->next)
+			n += sh->owner_uid == uid;
+	return n;
+}
+
 static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_request *r,
 		       int *fds, int nfds)
 {
@@ -291,6 +310,12 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	if (*slot) {
 		rs_fail(RSHARE_E_BUSY, 0, "share \"%s\" is already published by uid %u pid %d",
 			r->name, (unsigned)(*slot)->owner_uid, (int)(*slot)->owner_pid);
+		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
+		return;
+	}
+	if (other_user(c->uid) && shares_of(s, c->uid) >= MAX_SHARES_OTHER) {
+		rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d shares, its limit", (unsigned)c->uid,
+			MAX_SHARES_OTHER);
 		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
 		return;
 	}
@@ -423,7 +448,7 @@ static bool put(uint8_t **buf, size_t *len, size_t *cap, const char *fmt, ...)
 	}
 }
 
-static void flush_out(struct conn *c);
+static void flush_out(struct rsb_server *s, struct conn *c);
 
 static void do_list(struct rsb_server *s, struct conn *c)
 {
@@ -457,11 +482,12 @@ static void do_list(struct rsb_server *s, struct conn *c)
 	c->out = buf;
 	c->out_len = len;
 	c->out_off = 0;
-	flush_out(c);
+	flush_out(s, c);
 }
 
-/* Write queued list chunks while the socket takes them. */
-static void flush_out(struct conn *c)
+/* Write queued list chunks while the socket takes them; a client that
+ * reads none for the idle time is dropped (expire()). */
+static void flush_out(struct rsb_server *s, struct conn *c)
 {
 	while (c->out && !c->dead) {
 		size_t left = c->out_len - c->out_off, n = left > RSB_CHUNK ? RSB_CHUNK : left;
@@ -482,6 +508,7 @@ static void flush_out(struct conn *c)
 			break;
 		}
 		c->out_off += n;
+		c->idle_deadline = now_ms() + s->idle_ms;
 		if (c->out_off == c->out_len)
 			break;
 	}
@@ -627,7 +654,7 @@ static bool over_quota(const struct rsb_server *s, const struct conn *c)
 {
 	int n = 0;
 
-	if (c->uid == 0 || c->uid == geteuid())
+	if (!other_user(c->uid))
 		return false;
 	for (size_t i = 0; i < s->nconns; i++)
 		n += s->conns[i]->uid == c->uid && !s->conns[i]->dead;
@@ -713,7 +740,15 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 				*next = c->wait_deadline;
 			}
 		}
-		if (c->waiting || c->nshares || c->out)
+		if (c->out) {
+			/* Not reading its list reply: dropped, publisher or not. */
+			if (now >= c->idle_deadline)
+				c->dead = true;
+			else if (c->idle_deadline < *next)
+				*next = c->idle_deadline;
+			continue;
+		}
+		if (c->waiting || c->nshares)
 			continue;
 		if (now >= c->idle_deadline) {
 			rs_fail(RSHARE_E_PROTOCOL, 0, "no request within %llu ms",
@@ -772,7 +807,7 @@ void rsb_server_run(struct rsb_server *s)
 			short ev = s->pfds[i + 2].revents;
 
 			if (ev & POLLOUT)
-				flush_out(c);
+				flush_out(s, c);
 			if (ev & (POLLIN | POLLHUP | POLLERR))
 				for (int b = 0; b < BATCH && serve_one(s, c); b++)
 					;
