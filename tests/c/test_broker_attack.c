@@ -15,6 +15,7 @@
  *             connection) included
  *   list      a client that reads none of a long list reply is dropped after
  *             the idle time, even a publisher
+ *   symlink   the socket's directory a symlink of another user: refused
  * Run with no argument for all, or one case name.
  */
 #include <poll.h>
@@ -599,6 +600,36 @@ static void case_list(void)
 	CHECK_OK(rshare_device_close(dev));
 }
 
+/* ---- a symlink for the directory ---- */
+
+/* Another user's symlink in the broker's place, to a directory anyone can
+ * write (as /tmp): the broker followed it (the target is root's) and its
+ * socket was open to all, beside anything they put there. */
+static void case_symlink(void)
+{
+	char open_dir[128], link[128], sock[160];
+	rshare_broker *b;
+
+	if (geteuid() != 0) {
+		printf("case_symlink: needs root to make a link of another uid; skipped\n");
+		return;
+	}
+	snprintf(open_dir, sizeof(open_dir), "%s/open", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(sock, sizeof(sock), "%s/b.sock", link);
+	REQUIRE(mkdir(open_dir, 0777) == 0 && chmod(open_dir, 01777) == 0);
+	REQUIRE(symlink(open_dir, link) == 0 && lchown(link, SQUATTER, SQUATTER) == 0);
+	b = NULL;
+	CHECK_ST(rshare_broker_start(sock, &b), RSHARE_E_PERM);
+	CHECK_MSG("belongs to uid 4245");
+	if (b)
+		rshare_broker_stop(b);
+	/* The link of this user (root) is followed as before. */
+	REQUIRE(lchown(link, 0, 0) == 0);
+	CHECK_OK(rshare_broker_start(sock, &b));
+	CHECK_OK(rshare_broker_stop(b));
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -619,6 +650,8 @@ int main(int argc, char **argv)
 		case_shares();
 	if (!only || strcmp(only, "list") == 0)
 		case_list();
+	if (!only || strcmp(only, "symlink") == 0)
+		case_symlink();
 	{
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

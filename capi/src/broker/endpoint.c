@@ -138,6 +138,15 @@ static int prepare_dir(const char *path)
 	if (errno != EEXIST)
 		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
 			       "cannot create the broker directory %s", dir);
+	/* A symlink is judged by its owner too: one made by another user in
+	 * /tmp could point at a world-writable directory (root's /tmp itself)
+	 * and open this broker to everyone. */
+	if (lstat(dir, &st) != 0)
+		return rs_fail(RSHARE_E_IO, errno, "cannot stat %s", dir);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return rs_fail(RSHARE_E_PERM, 0,
+			       "broker directory %s belongs to uid %u, not to this user or root",
+			       dir, (unsigned)st.st_uid);
 	if (stat(dir, &st) != 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot stat %s", dir);
 	if (!S_ISDIR(st.st_mode))
