@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker and its clients against each other's hostility, one finding
  * of an adversarial review per case (regression tests):
