@@ -292,9 +292,19 @@ def gen_section1(binary, version, outdir):
               "on standard error. A write error on standard output is a failure too.",
               ".TP", "2", "Usage error: an unknown option (named), a missing or bad value, "
               "a wrong number of arguments.",
+              ".PP",
+              "\\fBrshare attach\\fP \\fINAME\\fP \\fB\\-\\-\\fP \\fICMD\\fP becomes \\fICMD\\fP: "
+              "its exit status is \\fICMD\\fP's, or 127 when \\fICMD\\fP is not found, "
+              "126 when it is found but cannot be run.",
               ".SH ENVIRONMENT",
               ".TP", ".B RSHARE_SIM=0",
               "Hide the simulated device \\fBsim0\\fP.",
+              ".TP", ".B RSHARE_BROKER",
+              "The broker's socket when \\fB\\-\\-socket\\fP is not given (\\fBserve\\fP, "
+              "\\fBshares\\fP, \\fBpublish\\fP, \\fBattach\\fP); else "
+              "\\fI$XDG_RUNTIME_DIR/rshare/broker.sock\\fP, else "
+              "\\fI/run/rshare/broker.sock\\fP for root and "
+              "\\fI/tmp/rshare\\-$UID/broker.sock\\fP otherwise.",
               ".SH FILES",
               ".TP", ".I share/bash\\-completion/completions/rshare",
               "Bash completion of commands, options and device names.",

@@ -331,6 +331,18 @@ static void cli(const char *ep)
 	out[n] = '\0';
 	CHECK(pclose(f) == 0);
 	CHECK(strstr(out, "\"kind\":\"var\"") != NULL);
+	/* rshare becomes CMD: CMD's exit status; 127 not found, 126 not runnable,
+	 * with a message naming CMD. */
+	snprintf(cmd, sizeof(cmd), "%s attach --socket %s cli/x -- sh -c 'exit 7'", rs, ep);
+	CHECK(WEXITSTATUS(system(cmd)) == 7);
+	snprintf(cmd, sizeof(cmd), "%s attach --socket %s cli/x -- /nonexistent/cmd 2>&1", rs, ep);
+	REQUIRE((f = popen(cmd, "r")) != NULL);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	CHECK(WEXITSTATUS(pclose(f)) == 127);
+	CHECK(strstr(out, "rshare attach: /nonexistent/cmd: No such file or directory") != NULL);
+	snprintf(cmd, sizeof(cmd), "%s attach --socket %s cli/x -- /etc 2>/dev/null", rs, ep);
+	CHECK(WEXITSTATUS(system(cmd)) == 126);
 	snprintf(cmd, sizeof(cmd), "%s attach --socket %s --timeout 100 cli/none 2>/dev/null", rs, ep);
 	CHECK(WEXITSTATUS(system(cmd)) == 1);
 	snprintf(cmd, sizeof(cmd), "%s shares --socket %s | grep -q persistent", rs, ep);

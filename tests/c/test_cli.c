@@ -53,7 +53,8 @@ static const char *json_of(const char *s)
 /* The conventions every subcommand follows (getopt_long). */
 static void check_conventions(void)
 {
-	static const char *const cmds[] = { "devices", "demo", "inspect", "version" };
+	static const char *const cmds[] = { "devices", "demo",   "inspect", "version",
+					    "serve",   "shares", "publish", "attach" };
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		char expect[64];

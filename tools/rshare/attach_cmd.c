@@ -2,7 +2,10 @@
 /* rshare attach NAME [-- CMD ARGS...]: attach to a share; print what it
  * holds, or run CMD with the device fd and the blobs' text forms in its
  * environment: RSHARE_DEVICE_FD, RSHARE_BLOBS (space-separated) and
- * RSHARE_PD / RSHARE_VAR (the first blob of each kind). */
+ * RSHARE_PD / RSHARE_VAR (the first blob of each kind). With CMD, rshare
+ * becomes CMD (its exit status is CMD's), or exits 127 (CMD not found) or
+ * 126 (found, but not executable). */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +88,9 @@ static int run_attach(int argc, char **argv)
 	setenv("RSHARE_DEVICE_FD", num, 1);
 	setenv("RSHARE_BLOBS", blobs, 1);
 	execvp(argv[optind + 2], argv + optind + 2);
-	perror("rshare attach: exec");
-	return 127;
+	/* As env(1) and the shells: 127 when CMD is not found, 126 when it is
+	 * found but cannot be run; the message names CMD. */
+	int err = errno;
+	fprintf(stderr, "rshare attach: %s: %s\n", argv[optind + 2], strerror(err));
+	return err == ENOENT ? 127 : 126;
 }
