@@ -33,7 +33,7 @@ expect "--help --version " -
 expect "inspect " ins
 # Every command (the list follows the binary; none internal).
 all=" $(complete_words "")"
-for cmd in devices demo inspect version; do
+for cmd in devices demo inspect version serve shares publish attach; do
 	[[ $all == *" $cmd "* ]] || { echo "FAIL: rshare <TAB> lacks $cmd: '$all'" >&2; failed=1; }
 done
 [[ $all == *__* ]] && { echo "FAIL: rshare <TAB> offers an internal command: '$all'" >&2; failed=1; }
@@ -44,6 +44,11 @@ expect "sim0 " demo --device s
 expect "sim0 " demo -d ""
 tmp=$(mktemp -d) && touch "$tmp/blob.bin"
 expect "$tmp/blob.bin " inspect "$tmp/bl"
+# A broker's socket is a path; a number is not completed.
+touch "$tmp/broker.sock"
+expect "$tmp/broker.sock " shares --socket "$tmp/br"
+expect "$tmp/broker.sock " attach -s "$tmp/br"
+expect " " attach --timeout ""   # nothing offered (complete_words prints one blank)
 rm -rf "$tmp"
 [[ $failed == 0 ]] && echo "completion test: all checks passed"
 exit $failed

@@ -21,7 +21,12 @@ _rshare()
 		COMPREPLY=($(compgen -W "$words" -- "$cur"))
 		return
 		;;
-	--workers | -w)
+	--socket | -s)
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return
+		;;
+	--workers | -w | --timeout | -t | --allow-uid | -u | --allow-gid | -g)
 		return
 		;;
 	esac
