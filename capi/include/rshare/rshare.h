@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * rshare: share RDMA device contexts, protection domains and mlx5 VARs
- * between processes through checked, versioned export blobs.
+ * rshare: share RDMA device contexts, protection domains, mlx5 VARs, memory
+ * regions and device memory between processes through checked, versioned
+ * export blobs.
  *
  * This is the only public header of librshare.so.1. Every function declared
  * here is exported under the ELF version node of the release that added it
