@@ -22,7 +22,7 @@
 #include "harness.h"
 
 #define RACE_SECONDS 2
-#define MAX_ROUNDS 20000
+#define MAX_ROUNDS 100000
 /* How long the child imports one blob before it gives up on the parent's
  * free: long, as a loaded machine may not run the parent for a while. */
 #define GIVE_UP_SECONDS 30
