@@ -837,7 +837,9 @@ RSHARE_API int rshare_broker_publish(const char *endpoint, const char *name,
  * Withdraw the share this process published as share (if the broker still
  * holds it: a name withdrawn meanwhile by root, or gone with its broker,
  * is not an error) and release the handle, which becomes stale.
- * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE. Since 1.1.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOMEM (out
+ * of memory for the request: nothing was withdrawn, the handle stays
+ * live). Since 1.1.
  */
 RSHARE_API int rshare_broker_withdraw(rshare_share *share);
 

@@ -434,14 +434,19 @@ int rshare_broker_withdraw(rshare_share *share)
 	sc = slot->u.any;
 	/* Withdraw explicitly (a persistent share would outlive the
 	 * connection); whatever the answer, closing the connection ends a
-	 * non-persistent share, and a broker that is gone holds nothing. */
+	 * non-persistent share, and a broker that is gone holds nothing.
+	 * Without memory for the request nothing is done: the share and its
+	 * handle stay as they were. */
 	buf = malloc(RX_MAX);
-	if (buf) {
-		size_t n = rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN);
-		if (send_request(sc->fd, buf, n, -1) == RSHARE_OK)
-			recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
-		free(buf);
+	if (!buf) {
+		rs_retire_cancel(slot);
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM,
+				  "out of memory for the withdrawal (the share is still published)"));
 	}
+	if (send_request(sc->fd, buf, rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN), -1) ==
+	    RSHARE_OK)
+		recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
+	free(buf);
 	close(sc->fd);
 	free(sc);
 	rs_retire_commit(slot);

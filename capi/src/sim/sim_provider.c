@@ -97,22 +97,22 @@ fail:
 	return status;
 }
 
-/* Cheap recognition: a sealed memfd that starts with our magic. Only
- * memfds (and other shmem files) answer F_GET_SEALS, so anything else is
- * turned away by the first syscall. */
+/* Cheap recognition: a memfd with our seals. Only memfds (and other shmem
+ * files) answer F_GET_SEALS, so anything else is turned away by this one
+ * system call; a sealed memfd that is not a table is refused by
+ * sim_map_get(), which validates the header of a table it has not seen
+ * (magic included) and the id of one it holds. The seals checked here are
+ * what makes the file's size fixed. */
 static bool sim_owns_fd(int fd)
 {
-	uint64_t magic;
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
-		return false;
-	return pread(fd, &magic, sizeof(magic), 0) == sizeof(magic) && magic == SIM_MAGIC;
+	return seals >= 0 && (seals & SIM_SEALS) == SIM_SEALS;
 }
 
-/* The seals are checked where the header is, once per process and table
- * (sim_map_get): seals can only ever be added, so a table seen sealed stays
- * sealed. */
+/* Only ever called for an fd sim_owns_fd() accepted (rs_device_adopt): its
+ * seals are checked there, on every adopt, and sim_map_get() reads and
+ * checks the header. */
 static int sim_import(int fd, struct rs_ctx *ctx)
 {
 	struct sim_map *m;

@@ -126,6 +126,9 @@ static bool header_ok(const struct sim_header *hdr, const struct stat *st)
  * own. Refused rather than given an entry of its own: two entries for one
  * file (a peer rewriting the id) would split one table's lock between two
  * views in this process. One pread of the id per adopt (not per import).
+ * Nothing else of the header is read again: its constants were validated
+ * at first sight, so a peer that damages them later cannot lock this
+ * process out of a table it holds.
  */
 static int same_table(const struct sim_map *m, int fd, const struct stat *st)
 {
@@ -156,7 +159,7 @@ int sim_map_get(int fd, struct sim_map **out)
 	struct stat st;
 	struct sim_map *m;
 	ssize_t got;
-	int seals, status;
+	int status;
 
 	if (fstat(fd, &st) < 0)
 		return rs_fail(RSHARE_E_IO, errno, "could not be examined (fstat)");
@@ -174,12 +177,8 @@ int sim_map_get(int fd, struct sim_map **out)
 		*out = m;
 		return RSHARE_OK;
 	}
-	/* First sight of this table here: validate its seals and constants,
-	 * once (seals are never removed). */
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS)
-		return rs_fail(RSHARE_E_NODEV, 0, "is not a simulated device context "
-			       "(not a sealed memfd)");
+	/* First sight of this table here: validate its constants (owns_fd()
+	 * checked the seals, which are never removed). */
 	got = pread(fd, &hdr, sizeof(hdr), 0);
 	if (got < 0)
 		return rs_fail(RSHARE_E_IO, errno, "could not be read (the table header)");
