@@ -45,25 +45,13 @@ struct reply {
 
 static int send_request(int sock, const uint8_t *msg, size_t len, int fd)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	union rs_one_fd_cmsg ctl;
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t r;
 
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-		memset(ctl.buf, 0, sizeof(ctl.buf));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
+	if (fd >= 0)
+		rs_cmsg_attach_fd(&m, &ctl, fd);
 	do
 		r = sendmsg(sock, &m, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -113,7 +101,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	struct iovec iov = { rx, RX_MAX };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
-	int fds[MAX_FDS], nfds = 0, status;
+	int fds[MAX_FDS], nfds, status;
 	ssize_t r;
 
 	rep->fd = -1;
@@ -126,13 +114,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (r < 0)
 		return rs_fail(RSHARE_E_IO, errno,
 			       "the broker closed the connection (it stopped or died)");
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
-				   nfds < MAX_FDS; i++)
-			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-	}
+	nfds = rs_cmsg_take_fds(&m, fds, MAX_FDS);
 	if (r == 0) /* end of stream, or an empty record (with fds, closed below) */
 		status = rs_fail(RSHARE_E_IO, ECONNRESET,
 				 "the broker closed the connection (it stopped or died)");

@@ -159,10 +159,7 @@ static void drop_share(struct rsb_server *s, struct share **p)
 static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
 		     const void *body, size_t len, int fd)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	union rs_one_fd_cmsg ctl;
 	uint8_t hdr[RSB_HDR];
 	struct iovec iov[2] = { { hdr, RSB_HDR }, { (void *)body, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
@@ -171,17 +168,8 @@ static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status
 	if (c->dead)
 		return;
 	rsb_put_header(hdr, type, flags, (uint32_t)len, status);
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-		memset(ctl.buf, 0, sizeof(ctl.buf));
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
+	if (fd >= 0)
+		rs_cmsg_attach_fd(&msg, &ctl, fd);
 	do
 		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -516,22 +504,6 @@ static void flush_out(struct rsb_server *s, struct conn *c)
 	c->out = NULL;
 }
 
-/* Collect the SCM_RIGHTS fds of msg. */
-static int take_fds(struct msghdr *msg, int *fds)
-{
-	int n = 0;
-
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
-		size_t k;
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k && n < MAX_FDS; i++)
-			memcpy(&fds[n++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-	}
-	return n;
-}
-
 /* Read and serve one request; false when there is nothing more to read. */
 static bool serve_one(struct rsb_server *s, struct conn *c)
 {
@@ -555,7 +527,7 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		c->dead = true; /* the client left */
 		return false;
 	}
-	nfds = take_fds(&msg, fds);
+	nfds = rs_cmsg_take_fds(&msg, fds, MAX_FDS);
 	if (r == 0) {
 		/* The client left, or sent an empty record, which may carry
 		 * fds all the same: they are closed. */
@@ -639,7 +611,7 @@ static void discard_pending(struct rsb_server *s, struct conn *c)
 
 		if (r < 0)
 			return;
-		nfds = take_fds(&msg, fds);
+		nfds = rs_cmsg_take_fds(&msg, fds, MAX_FDS);
 		for (int i = 0; i < nfds; i++)
 			rs_close_quietly(fds[i]);
 		if (r == 0)

@@ -58,15 +58,10 @@ static int send_rest(int sock, const uint8_t *p, size_t n)
 int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 			size_t len)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	union rs_one_fd_cmsg ctl;
 	uint8_t hdr[CH_HDR];
 	struct iovec iov[2] = { { hdr, CH_HDR }, { (void *)payload, len } };
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1,
-			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
-	struct cmsghdr *cm;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	struct rs_slot *slot;
 	size_t sent;
 	ssize_t r;
@@ -85,12 +80,7 @@ int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 		RS_RETURN(status);
 	fd = slot->u.dev->ctx.fd;
 	make_header(hdr, (uint32_t)len);
-	memset(ctl.buf, 0, sizeof(ctl.buf));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	rs_cmsg_attach_fd(&msg, &ctl, fd);
 	do
 		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -139,22 +129,6 @@ static int parse_header(const uint8_t *h, int sock, uint32_t *len)
 	return RSHARE_OK;
 }
 
-/* Collect the SCM_RIGHTS fds of msg into fds; returns how many. */
-static int take_fds(struct msghdr *msg, int *fds)
-{
-	int n = 0;
-
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
-		size_t k;
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k && n < CH_MAX_FDS; i++)
-			memcpy(&fds[n++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-	}
-	return n;
-}
-
 static void close_fds(const int *fds, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -190,7 +164,7 @@ static int peek_message(int sock, struct peeked *p)
 	if (r == 0)
 		return recv_fail(RSHARE_E_IO, 0, sock, "peer closed the channel");
 	p->got = (size_t)r;
-	p->nfds = take_fds(&msg, p->fds);
+	p->nfds = rs_cmsg_take_fds(&msg, p->fds, CH_MAX_FDS);
 	p->ctrunc = (msg.msg_flags & MSG_CTRUNC) != 0;
 	return RSHARE_OK;
 }

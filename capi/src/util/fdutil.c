@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
 int rs_dup_cloexec(int fd)
@@ -22,4 +23,34 @@ void rs_close_quietly(int fd)
 	if (fd >= 0)
 		close(fd);
 	errno = saved;
+}
+
+void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd)
+{
+	struct cmsghdr *cm;
+
+	memset(ctl->buf, 0, sizeof(ctl->buf));
+	msg->msg_control = ctl->buf;
+	msg->msg_controllen = sizeof(ctl->buf);
+	cm = CMSG_FIRSTHDR(msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+}
+
+int rs_cmsg_take_fds(struct msghdr *msg, int *fds, int max)
+{
+	int n = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k && n < max; i++)
+			memcpy(&fds[n++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+	}
+	return n;
 }
