@@ -62,6 +62,31 @@ static inline int raw_connect(const char *path)
 	return s;
 }
 
+/* Send msg with up to 8 fds (SCM_RIGHTS) on s, as a hostile client would;
+ * sendmsg's result. */
+static inline int send_fds(int s, const void *msg, size_t len, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr a;
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		struct cmsghdr *cm;
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	return (int)sendmsg(s, &m, MSG_NOSIGNAL);
+}
+
 /* The status of the broker's reply on s (INT32_MIN if none within 5 s). */
 static inline int32_t raw_reply_status(int s)
 {

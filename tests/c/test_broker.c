@@ -270,28 +270,11 @@ static void put_hdr(unsigned char *m, int version, int type, uint32_t len)
 /* Send msg (with the given fds) on a new connection; the reply's status. */
 static int32_t hostile(const void *msg, size_t len, const int *fds, int nfds)
 {
-	union {
-		struct cmsghdr a;
-		char buf[CMSG_SPACE(8 * sizeof(int))];
-	} ctl;
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int s = raw_connect(path);
 	int32_t st;
 	char c;
 
-	if (nfds) {
-		struct cmsghdr *cm;
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-	}
-	REQUIRE(sendmsg(s, &m, MSG_NOSIGNAL) == (ssize_t)len);
+	REQUIRE(send_fds(s, msg, len, fds, nfds) == (int)len);
 	st = raw_reply_status(s);
 	/* Then the broker hangs up (a protocol error ends the connection). */
 	if (st == RSHARE_E_PROTOCOL && recv(s, &c, 1, 0) != 0)

@@ -41,29 +41,6 @@ static int settled_fds(void)
 	return n;
 }
 
-static int send_fds(int s, const void *msg, size_t len, const int *fds, int nfds)
-{
-	union {
-		struct cmsghdr a;
-		char buf[CMSG_SPACE(8 * sizeof(int))];
-	} ctl;
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (nfds) {
-		struct cmsghdr *cm;
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-	}
-	return (int)sendmsg(s, &m, MSG_NOSIGNAL);
-}
-
 /* Empty seqpacket records with fds: recvmsg() returns 0, as at the end of
  * the stream, but the fds arrived; the broker leaked them. */
 static void case_empty(void)

@@ -100,6 +100,8 @@ struct share_spec {
 int bench_share(const struct bench_env *env, const void *arg, struct bench_result *r);
 /* Free the PDs the sharing payloads were exported from. */
 void bench_share_release(void);
+/* The raw floor's send: payload and fd (SCM_RIGHTS) in one sendmsg; 0 or -1. */
+int bench_send_fd(int sock, int fd, const uint8_t *payload, size_t len);
 /* The peer side, when exec'd as `rshare-bench __peer MODE FD`. */
 int bench_share_peer(int argc, char **argv);
 

@@ -28,21 +28,6 @@
 #define PEER_FD 3
 #define NAME "bench/attach"
 
-static int send_fd(int sock, int fd, const uint8_t *payload, size_t len)
-{
-	char ctl[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)payload, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -1 : 0;
-}
-
 int bench_broker_peer(int argc, char **argv)
 {
 	uint8_t payload[2 * RSHARE_BLOB_MAX];
@@ -72,7 +57,7 @@ int bench_broker_peer(int argc, char **argv)
 	if (send(PEER_FD, "r", 1, MSG_NOSIGNAL) != 1)
 		return 1;
 	while (recv(PEER_FD, &c, 1, 0) == 1)
-		if (send_fd(PEER_FD, fd, payload, len))
+		if (bench_send_fd(PEER_FD, fd, payload, len))
 			break;
 	rshare_broker_withdraw(share);
 	rshare_broker_stop(b);

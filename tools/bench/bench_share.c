@@ -127,7 +127,7 @@ static void peer_stop(struct peer *p)
 	waitpid(p->pid, NULL, 0);
 }
 
-static int send_raw(int sock, int fd, const uint8_t *payload, size_t len)
+int bench_send_fd(int sock, int fd, const uint8_t *payload, size_t len)
 {
 	char ctl[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { (void *)payload, len };
@@ -153,7 +153,7 @@ static uint64_t round_trip(const struct bench_env *env, int mode, int sock,
 
 	if (mode == SHARE_RAW) {
 		rshare_device_fd(env->dev, &fd);
-		s = send_raw(sock, fd, payload, len);
+		s = bench_send_fd(sock, fd, payload, len);
 	} else {
 		s = rshare_channel_send(sock, env->dev, payload, len);
 	}
