@@ -11,14 +11,6 @@
 #include "harness.h"
 #include "hw_suite.h"
 
-static rshare_device *open_dev(const char *name)
-{
-	rshare_device *dev = NULL;
-
-	REQUIRE_OK(rshare_device_open(name, &dev));
-	return dev;
-}
-
 static int dev_fd(rshare_device *dev)
 {
 	int fd = -1;
@@ -72,7 +64,7 @@ void case_open_default(const struct hw_target *t)
 	int prov = 0, fd;
 
 	/* No name: the first hardware device, not sim0. */
-	dev = open_dev(NULL);
+	dev = hw_open_dev(NULL);
 	CHECK_OK(rshare_device_provider(dev, &prov));
 	CHECK(prov == RSHARE_PROVIDER_HW);
 	if (t->standin) {
@@ -81,7 +73,7 @@ void case_open_default(const struct hw_target *t)
 	}
 	CHECK_OK(rshare_device_close(dev));
 
-	dev = open_dev(t->name);
+	dev = hw_open_dev(t->name);
 	CHECK_OK(rshare_device_name(dev, name, sizeof(name), &len));
 	CHECK(strcmp(name, t->name) == 0 && len == strlen(t->name));
 	CHECK_OK(rshare_device_guid(dev, &guid));
@@ -98,7 +90,7 @@ void case_pd_local(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	char json[512], want[64], name[RSHARE_NAME_MAX];
-	rshare_device *a = open_dev(t->name), *b = NULL;
+	rshare_device *a = hw_open_dev(t->name), *b = NULL;
 	rshare_pd *pd, *same = NULL, *other = NULL;
 	uint32_t h = 0, h2 = 0;
 	uint64_t guid = 0;
@@ -147,7 +139,7 @@ void case_pd_local(const struct hw_target *t)
 void case_pd_freed_elsewhere(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *b = NULL;
+	rshare_device *a = hw_open_dev(t->name), *b = NULL;
 	rshare_pd *pd, *copy = NULL;
 	uint32_t h;
 	size_t len = 0;
@@ -169,7 +161,7 @@ void case_pd_freed_elsewhere(const struct hw_target *t)
 void case_guid_mismatch(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *c = open_dev(t->other);
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->other);
 	rshare_pd *pd, *wrong = NULL;
 	size_t len = 0;
 
@@ -266,7 +258,7 @@ void case_import_adopted_then_failed(const struct hw_target *t)
 
 void case_pd_limit(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_pd *pds[STANDIN_MAX_OBJS + 1];
 	int n = 0, s = RSHARE_OK;
 
@@ -293,7 +285,7 @@ void case_pd_errno_map(const struct hw_target *t)
 		{ EFAULT, RSHARE_E_IO },         { EPROTONOSUPPORT, RSHARE_E_UNSUPPORTED },
 		{ ENOSPC, RSHARE_E_NOMEM },
 	};
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_pd *pd;
 	char num[16];
 

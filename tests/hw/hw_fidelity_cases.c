@@ -11,17 +11,9 @@
 #include "harness.h"
 #include "hw_suite.h"
 
-static rshare_device *open_dev(const char *name)
-{
-	rshare_device *dev = NULL;
-
-	REQUIRE_OK(rshare_device_open(name, &dev));
-	return dev;
-}
-
 void case_errno_statuses(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_pd *pd = NULL;
 
 	/* The kernel's words for "not supported" and "used up". */
@@ -45,7 +37,7 @@ void case_errno_statuses(const struct hw_target *t)
 
 void case_var_flags(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_var *var = NULL;
 	int s = rshare_var_alloc(a, RSHARE_VAR_FLAG_TLP, &var);
 
@@ -66,7 +58,7 @@ void case_var_flags(const struct hw_target *t)
 
 void case_var_no_kernel_support(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_var *var = NULL;
 
 	/* An mlx5 device whose kernel lacks the VAR object. */
@@ -81,7 +73,7 @@ void case_var_no_kernel_support(const struct hw_target *t)
 
 void case_disassociated(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name), *b = NULL;
+	rshare_device *a = hw_open_dev(t->name), *b = NULL;
 	rshare_pd *pd = NULL, *pd2 = NULL;
 	int fd = -1;
 
@@ -103,7 +95,7 @@ void case_disassociated(const struct hw_target *t)
 
 void case_handles_lowest_free(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_pd *p1, *p2, *p3;
 	uint32_t h1, h2, h3;
 
@@ -130,7 +122,7 @@ static void attrs(rshare_var *v, uint32_t *page, uint64_t *off)
 void case_var_pages_device_wide(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *c = open_dev(t->name), *b = NULL;
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->name), *b = NULL;
 	rshare_var *va, *vc, *copy = NULL, *vn, *vm;
 	uint32_t pa, pc, pn, pm;
 	uint64_t oa, oc, on, om;

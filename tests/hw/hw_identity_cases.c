@@ -14,28 +14,10 @@
 #include "harness.h"
 #include "hw_suite.h"
 
-static rshare_device *open_dev(const char *name)
-{
-	rshare_device *dev = NULL;
-
-	REQUIRE_OK(rshare_device_open(name, &dev));
-	return dev;
-}
-
-static rshare_device *import_dev(rshare_device *from)
-{
-	rshare_device *dev = NULL;
-	int fd;
-
-	REQUIRE_OK(rshare_device_fd(from, &fd));
-	REQUIRE_OK(rshare_device_import(fd, &dev));
-	return dev;
-}
-
 void case_pd_handle_reused(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *c = open_dev(t->name), *b = import_dev(a);
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->name), *b = hw_import_dev(a);
 	rshare_pd *pd1, *pdc, *pd2, *wrong = NULL;
 	uint32_t h1, h2;
 	size_t len;
@@ -65,7 +47,7 @@ void case_pd_handle_reused(const struct hw_target *t)
 void case_table_identity(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], blob_b[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *c = open_dev(t->name), *b = import_dev(a);
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->name), *b = hw_import_dev(a);
 	rshare_pd *pd, *pdb, *copy = NULL, *wrong = NULL;
 	size_t len, len_b;
 
@@ -95,7 +77,7 @@ void case_var_stale(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	unsigned char blob2[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *b = import_dev(a), *d;
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a), *d;
 	rshare_var *va, *vn, *copy = NULL, *again = NULL;
 	uint32_t page;
 	uint64_t off;
@@ -112,7 +94,7 @@ void case_var_stale(const struct hw_target *t)
 	CHECK_ST(rshare_var_import(b, blob, len, &again), RSHARE_E_NOT_FOUND);
 	CHECK_MSG("seen it freed");
 	/* A context that never saw it asks the kernel: the offset is gone. */
-	d = import_dev(a);
+	d = hw_import_dev(a);
 	CHECK_ST(rshare_var_import(d, blob, len, &again), RSHARE_E_NOT_FOUND);
 	CHECK_MSG("VAR was freed");
 	CHECK(again == NULL);
@@ -168,7 +150,7 @@ static void *unimport_racer(void *arg)
 void case_var_unimport_once(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *b = import_dev(a);
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
 	rshare_var *va, *copy;
 	pthread_barrier_t go;
 	pthread_t th[2];
@@ -214,7 +196,7 @@ static uint64_t field(const unsigned char *blob, size_t len, int f)
 void case_identity_fields(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], blob_b[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *c = open_dev(STANDIN_OTHER);
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(STANDIN_OTHER);
 	rshare_pd *pd, *pd2, *pdc;
 	size_t len, len_b;
 	uint64_t table;
@@ -263,7 +245,7 @@ static void *free_racer(void *arg)
 void case_var_free_race(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *b = import_dev(a);
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
 	struct free_race r[2];
 	pthread_barrier_t go;
 	pthread_t th[2];

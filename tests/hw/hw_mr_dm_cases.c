@@ -13,24 +13,6 @@
 #include "harness.h"
 #include "hw_suite.h"
 
-static rshare_device *open_dev(const char *name)
-{
-	rshare_device *dev = NULL;
-
-	REQUIRE_OK(rshare_device_open(name, &dev));
-	return dev;
-}
-
-static rshare_device *import_dev(rshare_device *from)
-{
-	rshare_device *dev = NULL;
-	int fd;
-
-	REQUIRE_OK(rshare_device_fd(from, &fd));
-	REQUIRE_OK(rshare_device_import(fd, &dev));
-	return dev;
-}
-
 static uint32_t caps_of(rshare_device *dev)
 {
 	uint32_t caps = 0;
@@ -41,7 +23,7 @@ static uint32_t caps_of(rshare_device *dev)
 
 void case_caps(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name), *c = open_dev(STANDIN_OTHER);
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(STANDIN_OTHER);
 	uint32_t base = RSHARE_CAP_PD | RSHARE_CAP_NATIVE | RSHARE_CAP_MR;
 
 	/* The stand-in's libibverbs has MR (1.10) and DM (1.13) sharing; its
@@ -55,7 +37,7 @@ void case_caps(const struct hw_target *t)
 
 void case_native(const struct hw_target *t)
 {
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	struct ibv_context *ib = NULL;
 	struct ibv_pd *ibpd = NULL;
 	rshare_pd *pd;
@@ -77,7 +59,7 @@ void case_native(const struct hw_target *t)
 void case_mr_share(const struct hw_target *t)
 {
 	unsigned char pblob[RSHARE_BLOB_MAX], mblob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *b = import_dev(a);
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
 	rshare_pd *pd, *pdb;
 	rshare_mr *mr, *copy = NULL, *again = NULL;
 	struct ibv_mr *ibmr = NULL;
@@ -128,7 +110,7 @@ void case_mr_share(const struct hw_target *t)
 void case_mr_handle_reused(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name);
+	rshare_device *a = hw_open_dev(t->name);
 	rshare_pd *pd;
 	rshare_mr *m1, *m2, *wrong = NULL;
 	uint32_t h1, h2, k1, k2;
@@ -160,7 +142,7 @@ void case_mr_handle_reused(const struct hw_target *t)
 void case_dm_share(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *a = open_dev(t->name), *b = import_dev(a);
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
 	rshare_dm *dm, *copy = NULL, *again = NULL;
 	struct ibv_dm *ibdm = NULL;
 	char got[16] = "";
@@ -212,7 +194,7 @@ void case_dm_share(const struct hw_target *t)
 
 void case_dm_not_mlx5(const struct hw_target *t)
 {
-	rshare_device *c = open_dev(STANDIN_OTHER);
+	rshare_device *c = hw_open_dev(STANDIN_OTHER);
 	rshare_dm *dm = NULL;
 
 	(void)t;

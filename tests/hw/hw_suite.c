@@ -20,6 +20,24 @@
 #include "harness.h"
 #include "hw_suite.h"
 
+rshare_device *hw_open_dev(const char *name)
+{
+	rshare_device *dev = NULL;
+
+	REQUIRE_OK(rshare_device_open(name, &dev));
+	return dev;
+}
+
+rshare_device *hw_import_dev(rshare_device *from)
+{
+	rshare_device *dev = NULL;
+	int fd;
+
+	REQUIRE_OK(rshare_device_fd(from, &fd));
+	REQUIRE_OK(rshare_device_import(fd, &dev));
+	return dev;
+}
+
 static void remove_state(void)
 {
 	unlink(getenv("STANDIN_DEVICE_STATE"));

@@ -31,6 +31,11 @@ struct hw_target {
 	char other[RSHARE_NAME_MAX]; /* a hw device with another GUID, or "" */
 };
 
+/* hw_suite.c: a device opened by name, or imported from another's fd;
+ * either fails the case when the call does. */
+rshare_device *hw_open_dev(const char *name);
+rshare_device *hw_import_dev(rshare_device *from);
+
 /* hw_cases.c: devices and PDs */
 void case_listing(const struct hw_target *t);
 void case_open_default(const struct hw_target *t);
