@@ -86,12 +86,11 @@ static void mark_free(struct sim_table *t, uint32_t h)
 	SH_STORE(t->s.top, SH_LOAD(t->s.top) & ~bit(i));
 }
 
-/* Copy slot s field by field, once each, into o. */
-static void copy_obj(const struct sim_obj *s, struct sim_objv *o)
+/* Copy the fields of slot s other than its type and serial, once each,
+ * into o. */
+static void copy_fields(const struct sim_obj *s, struct sim_objv *o)
 {
-	o->type = SH_LOAD(s->type);
 	o->key = SH_LOAD(s->key);
-	o->serial = SH_LOAD(s->serial);
 	o->page = SH_LOAD(s->page);
 	o->flags = SH_LOAD(s->flags);
 	o->pd_handle = SH_LOAD(s->pd_handle);
@@ -101,6 +100,14 @@ static void copy_obj(const struct sim_obj *s, struct sim_objv *o)
 	o->length = SH_LOAD(s->length);
 	o->dm_first = SH_LOAD(s->dm_first);
 	o->dm_count = SH_LOAD(s->dm_count);
+}
+
+/* Copy slot s field by field, once each, into o. */
+static void copy_obj(const struct sim_obj *s, struct sim_objv *o)
+{
+	o->type = SH_LOAD(s->type);
+	o->serial = SH_LOAD(s->serial);
+	copy_fields(s, o);
 }
 
 /* Is the copy o of slot h (< SIM_MAX_OBJECTS) a well-formed live object:
@@ -160,16 +167,7 @@ static bool load_obj_serial(struct sim_table *t, uint32_t h, uint64_t serial,
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	o->type = __atomic_load_n(&s->type, __ATOMIC_ACQUIRE);
-	o->key = SH_LOAD(s->key);
-	o->page = SH_LOAD(s->page);
-	o->flags = SH_LOAD(s->flags);
-	o->pd_handle = SH_LOAD(s->pd_handle);
-	o->mr_count = SH_LOAD(s->mr_count);
-	o->pd_serial = SH_LOAD(s->pd_serial);
-	o->addr = SH_LOAD(s->addr);
-	o->length = SH_LOAD(s->length);
-	o->dm_first = SH_LOAD(s->dm_first);
-	o->dm_count = SH_LOAD(s->dm_count);
+	copy_fields(s, o);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	o->serial = SH_LOAD(s->serial);
 	return first == serial && o->serial == serial &&
