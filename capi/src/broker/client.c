@@ -3,7 +3,9 @@
  * The client side of the broker: one short connection per call, except a
  * publish, whose connection is the share's lifetime (the broker withdraws a
  * non-persistent share when it closes). Replies are parsed as untrusted:
- * exact lengths, known types, at most the fds expected (others closed).
+ * exact lengths, known types, at most the fds expected (others closed off
+ * this thread, as are the connections: closer.c), and only a character
+ * device or a sealed memfd taken for a device.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +31,6 @@
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
-#define MAX_FDS 8
 
 struct share_conn {
 	int fd;
@@ -96,12 +97,12 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 {
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+		char buf[CMSG_SPACE(RS_SCM_MAX_FD * sizeof(int))];
 	} ctl;
 	struct iovec iov = { rx, RX_MAX };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
-	int fds[MAX_FDS], nfds, status;
+	int fds[RS_SCM_MAX_FD], nfds, status;
 	ssize_t r;
 
 	rep->fd = -1;
@@ -114,7 +115,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (r < 0)
 		return rs_fail(RSHARE_E_IO, errno,
 			       "the broker closed the connection (it stopped or died)");
-	nfds = rs_cmsg_take_fds(&m, fds, MAX_FDS);
+	nfds = rs_cmsg_take_fds(&m, fds, RS_SCM_MAX_FD);
 	if (r == 0) /* end of stream, or an empty record (with fds, closed below) */
 		status = rs_fail(RSHARE_E_IO, ECONNRESET,
 				 "the broker closed the connection (it stopped or died)");
@@ -136,8 +137,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds != 1)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
 	if (status) {
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
 	}
 	rep->body = rx + RSB_HDR;
@@ -187,7 +187,7 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
 		return status;
 	status = request(s, req, len, want, timeout_ms, rx, rep);
 	if (status || !sock)
-		close(s);
+		rs_close_socket_untrusted(s);
 	else
 		*sock = s;
 	return status;
@@ -229,7 +229,7 @@ static int kept_take(const char *path)
 		    strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
 			fd = kept.fd;
 		else
-			close(kept.fd); /* in a forked child, only its own copy */
+			rs_close_socket_untrusted(kept.fd); /* in a forked child, only its own copy */
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
@@ -250,14 +250,14 @@ static void kept_put(int fd, const char *path)
 	}
 	pthread_mutex_unlock(&kept_lock);
 	if (fd >= 0)
-		close(fd);
+		rs_close_socket_untrusted(fd);
 }
 
 void rsb_client_forget(const char *path)
 {
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd >= 0 && kept.pid == getpid() && strcmp(kept.path, path) == 0) {
-		close(kept.fd);
+		rs_close_socket_untrusted(kept.fd);
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
@@ -279,14 +279,14 @@ static int transact_kept(const char *endpoint, const uint8_t *req, size_t len, u
 			break;
 		status = request(s, req, len, want, timeout_ms, rx, rep);
 		if (!status && rep->h.type == RSB_REPLY) {
-			close(s); /* refused: the broker closed it */
+			rs_close_socket_untrusted(s); /* refused: the broker closed it */
 			break;
 		}
 		if (!status) {
 			kept_put(s, path);
 			break;
 		}
-		close(s);
+		rs_close_socket_untrusted(s);
 		/* A kept connection the broker closed meanwhile: once more on a
 		 * new one. */
 		if (!(reused && status == RSHARE_E_IO &&
@@ -386,7 +386,7 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 		if (!status)
 			status = rs_slot_reserve(&slot);
 		if (status) {
-			close(s);
+			rs_close_socket_untrusted(s);
 			goto out;
 		}
 		sc->fd = s;
@@ -429,7 +429,7 @@ int rshare_broker_withdraw(rshare_share *share)
 	    RSHARE_OK)
 		recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
 	free(buf);
-	close(sc->fd);
+	rs_close_socket_untrusted(sc->fd);
 	free(sc);
 	rs_retire_commit(slot);
 	return RSHARE_OK;
@@ -487,11 +487,11 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 	} else if (rep.h.status) {
 		status = reply_failure(&rep);
 	} else if (rep.h.len > wire_cap) {
-		rs_close_quietly(rep.fd);
+		rs_close_untrusted(rep.fd);
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 				 rep.h.len, wire_cap);
 	} else {
-		status = rs_device_adopt(rep.fd, -1, (void **)dev); /* takes the fd */
+		status = rs_device_adopt_received(rep.fd, (void **)dev); /* takes the fd */
 		if (!status) {
 			if (rep.h.len)
 				memcpy(payload, rep.body, rep.h.len);
@@ -536,7 +536,7 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		status = recv_reply(s, RSB_LIST, REPLY_MS, rx, &rep);
 	}
 	if (s >= 0)
-		close(s);
+		rs_close_socket_untrusted(s);
 	if (!status && n == 0)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "empty broker list reply");
 	if (!status) {

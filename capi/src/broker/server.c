@@ -8,7 +8,8 @@
  * no request within the idle time (and holds no share and waits for
  * none) is closed. A request that does not parse gets a PROTOCOL reply and
  * its connection is closed; every fd a message carried is closed unless a
- * valid publish keeps it. Replies are sent without blocking; a client that
+ * valid publish keeps it, never on this thread (a close can block for as
+ * long as the file's other side likes: util/closer.c). Replies are sent without blocking; a client that
  * does not read them is dropped. Only list replies, which can be long, are
  * queued and written as the socket drains.
  *
@@ -45,7 +46,8 @@
 #define MAX_SHARES_OTHER 256 /* the same for shares, persistent ones included */
 #define MAX_SHARES 65536
 #define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
-#define MAX_FDS 8          /* room to see (and close) a client's extra fds */
+#define MAX_FDS RS_SCM_MAX_FD /* room for every fd a request can carry */
+#define CLOSER_PAUSE_MS 10 /* the closer's queue short: how long reading rests */
 #define BATCH 16           /* requests served per connection per wake-up */
 #define IDLE_MS_DEFAULT 10000
 #define ACCEPT_PAUSE_MS 100 /* out of fds: how long the listener rests */
@@ -326,7 +328,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
-	status = rs_device_adopt(fds[0], -1, (void **)&dev);
+	status = rs_device_adopt_received(fds[0], (void **)&dev);
 	fds[0] = -1; /* taken, even on failure */
 	if (status) {
 		free(sh->payload);
@@ -518,6 +520,10 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	int fds[MAX_FDS], nfds, status;
 	ssize_t r;
 
+	/* Every fd a request carries is closed off this thread: no room for
+	 * a whole message's worth, no reading (rsb_server_run rests). */
+	if (rs_closer_room() < MAX_FDS + 1)
+		return false;
 	do
 		r = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
@@ -531,8 +537,7 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	if (r == 0) {
 		/* The client left, or sent an empty record, which may carry
 		 * fds all the same: they are closed. */
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted_all(fds, nfds);
 		c->dead = true;
 		return false;
 	}
@@ -564,8 +569,7 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		do_list(s, c);
 	}
 	for (int i = 0; i < nfds; i++)
-		if (fds[i] >= 0)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted(fds[i]); /* -1: kept by a publish */
 	return !c->dead;
 }
 
@@ -591,31 +595,6 @@ static void read_creds(struct conn *c)
 		if (c->groups &&
 		    getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &n) == 0)
 			c->ngroups = (int)(n / sizeof(gid_t));
-	}
-}
-
-/* Read and drop what c already sent (closing any fds), so that closing it
- * does not reset the connection before the client reads the reply. */
-static void discard_pending(struct rsb_server *s, struct conn *c)
-{
-	for (int b = 0; b < BATCH; b++) {
-		union {
-			struct cmsghdr align;
-			char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
-		} ctl;
-		struct iovec iov = { s->rx, RSB_MSG_MAX + 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				      .msg_controllen = sizeof(ctl.buf) };
-		int fds[MAX_FDS], nfds;
-		ssize_t r = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-
-		if (r < 0)
-			return;
-		nfds = rs_cmsg_take_fds(&msg, fds, MAX_FDS);
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
-		if (r == 0)
-			return;
 	}
 }
 
@@ -649,7 +628,7 @@ static void accept_all(struct rsb_server *s)
 			return;
 		}
 		if (s->nconns >= MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
-			close(fd);
+			rs_close_socket_untrusted(fd);
 			continue;
 		}
 		c->fd = fd;
@@ -659,7 +638,6 @@ static void accept_all(struct rsb_server *s)
 		if (over_quota(s, c)) {
 			rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d connections to the broker, "
 				"its limit", (unsigned)c->uid, MAX_CONNS_OTHER);
-			discard_pending(s, c);
 			send_error(c, 0, RSHARE_E_BUSY);
 			c->dead = true;
 			continue;
@@ -687,7 +665,10 @@ static void close_conn(struct rsb_server *s, struct conn *c)
 			}
 		}
 	}
-	close(c->fd);
+	/* What it sent and we did not read (fds among it) is received and
+	 * closed off this thread first: nothing is released here, and the
+	 * client is not reset before it reads our last reply. */
+	rs_close_socket_untrusted(c->fd);
 	free(c->out);
 	free(c->groups);
 	free(c);
@@ -755,6 +736,14 @@ void rsb_server_run(struct rsb_server *s)
 
 		expire(s, now, &next);
 		reap(s);
+		if (rs_closer_room() < MAX_FDS + 1) {
+			/* The closer is behind (stuck closes): read nothing that
+			 * could bring more fds until it catches up. */
+			struct pollfd w = { .fd = s->wake[0], .events = POLLIN };
+			if (poll(&w, 1, CLOSER_PAUSE_MS) > 0)
+				break;
+			continue;
+		}
 		if (now < s->accept_after && s->accept_after < next)
 			next = s->accept_after;
 		timeout = next == UINT64_MAX ? -1 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
