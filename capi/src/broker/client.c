@@ -165,11 +165,39 @@ static int request(int sock, const uint8_t *msg, size_t len, uint8_t want,
 	return after_send(sock, send_request(sock, msg, len, -1), want, timeout_ms, rx, rep);
 }
 
-/* A failure reply: its status, with the broker's message. */
-static int reply_failure(const struct reply *rep)
+/* May a broker answer a request of type want with status st? What it
+ * sends (server.c, docs/broker.md): anything else reaching the caller
+ * would be a status the call does not document. NOSPACE is an attach's
+ * only, with its length, and handled there. */
+static bool documented(uint8_t want, int32_t st)
+{
+	switch (st) {
+	case RSHARE_E_INVAL:
+	case RSHARE_E_BUSY:
+	case RSHARE_E_NOMEM:
+	case RSHARE_E_PROTOCOL:
+		return true;
+	case RSHARE_E_NODEV:
+		return want == RSB_PUBLISH;
+	case RSHARE_E_NOT_FOUND:
+	case RSHARE_E_PERM:
+		return want == RSB_ATTACH || want == RSB_WITHDRAW;
+	default:
+		return false;
+	}
+}
+
+/* A failure reply to a request of type want: its status, with the
+ * broker's message; PROTOCOL for a status the broker never sends. */
+static int reply_failure(const struct reply *rep, uint8_t want)
 {
 	size_t n = rep->h.len < RSB_TEXT_MAX ? rep->h.len : RSB_TEXT_MAX;
 	char text[RSB_TEXT_MAX + 1];
+
+	if (!documented(want, rep->h.status))
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d (%s), which it "
+			       "never sends to this request", rep->h.status,
+			       rshare_status_name(rep->h.status));
 
 	for (size_t i = 0; i < n; i++) /* print only plain text */
 		text[i] = rep->body[i] >= 32 && rep->body[i] < 127 ? (char)rep->body[i] : '?';
@@ -382,7 +410,7 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
-			status = reply_failure(&rep);
+			status = reply_failure(&rep, RSB_PUBLISH);
 		if (!status)
 			status = rs_slot_reserve(&slot);
 		if (status) {
@@ -449,7 +477,7 @@ int rshare_broker_withdraw_name(const char *endpoint, const char *name)
 	status = transact(endpoint, buf, rsb_encode_withdraw(buf, name, 0), RSB_WITHDRAW,
 			  REPLY_MS, buf, &rep, NULL);
 	if (!status && rep.h.status)
-		status = reply_failure(&rep);
+		status = reply_failure(&rep, RSB_WITHDRAW);
 	free(buf);
 	RS_RETURN(status);
 }
@@ -485,7 +513,7 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 				 "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
 				 payload ? cap : 0, *len);
 	} else if (rep.h.status) {
-		status = reply_failure(&rep);
+		status = reply_failure(&rep, RSB_ATTACH); /* NOSPACE without its length too */
 	} else if (rep.h.len > wire_cap) {
 		rs_close_untrusted(rep.fd);
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
@@ -520,7 +548,16 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		uint8_t *bigger;
 
 		if (rep.h.status) {
-			status = reply_failure(&rep);
+			status = reply_failure(&rep, RSB_LIST);
+			break;
+		}
+		/* Every chunk but the last is at least half full (the broker
+		 * fills them with whole entries): a broker sending endless
+		 * small or empty ones is cut short. */
+		if ((rep.h.flags & RSB_FLAG_MORE) && rep.h.len < RSB_CHUNK / 2) {
+			status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker list chunk of %u bytes with "
+					 "more to follow (at least %d expected)", rep.h.len,
+					 RSB_CHUNK / 2);
 			break;
 		}
 		if (n + rep.h.len > LIST_MAX || !(bigger = realloc(json, n + rep.h.len + 1))) {

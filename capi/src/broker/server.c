@@ -9,9 +9,10 @@
  * none) is closed. A request that does not parse gets a PROTOCOL reply and
  * its connection is closed; every fd a message carried is closed unless a
  * valid publish keeps it, never on this thread (a close can block for as
- * long as the file's other side likes: util/closer.c). Replies are sent without blocking; a client that
- * does not read them is dropped. Only list replies, which can be long, are
- * queued and written as the socket drains.
+ * long as the file's other side likes: util/closer.c). Replies are sent
+ * without blocking; a client that does not read them is dropped. Only list
+ * replies, which can be long, go out as the socket drains, each chunk made
+ * when it can be sent (flush_list).
  *
  * Shares live in a hash table by name. A share remembers the connection
  * that published it; when that connection ends (the publisher exited or was
@@ -84,8 +85,9 @@ struct conn {
 	uint64_t wait_deadline;  /* ms; UINT64_MAX: no limit */
 	uint32_t wait_cap;
 	char wait_name[RSHARE_SHARE_NAME_MAX + 1];
-	uint8_t *out;            /* queued list reply */
-	size_t out_len, out_off;
+	bool listing;            /* a list reply is being sent, from list_after on */
+	bool list_started;       /* its first chunk (the '[') went */
+	char list_after[RSHARE_SHARE_NAME_MAX + 1]; /* the last name sent */
 };
 
 struct rsb_server {
@@ -94,11 +96,13 @@ struct rsb_server {
 	struct conn **conns;
 	size_t nconns;
 	struct share *buckets[BUCKETS];
+	struct share **sorted;   /* every share by name: lists are made from it */
 	size_t nshares;
 	size_t payload_bytes;    /* held by all shares, at most MAX_PAYLOAD_BYTES */
 	uint64_t idle_ms;
 	uint64_t accept_after;   /* ms; the listener is not polled before */
 	uint8_t *rx;             /* one request, RSB_MSG_MAX + 1 bytes */
+	uint8_t chunk[RSB_HDR + RSB_CHUNK]; /* the list chunk being sent */
 	struct pollfd *pfds;
 };
 
@@ -140,10 +144,29 @@ static struct share **find_slot(struct rsb_server *s, const char *name)
 	return p;
 }
 
+/* The index in s->sorted of the first share whose name is after name
+ * (or equal to it, if equal is set). */
+static size_t sorted_from(const struct rsb_server *s, const char *name, bool equal)
+{
+	size_t lo = 0, hi = s->nshares;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->sorted[mid]->name, name);
+		if (c < 0 || (c == 0 && !equal))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void drop_share(struct rsb_server *s, struct share **p)
 {
 	struct share *sh = *p;
+	size_t i = sorted_from(s, sh->name, true);
 
+	memmove(&s->sorted[i], &s->sorted[i + 1], (s->nshares - i - 1) * sizeof(*s->sorted));
 	*p = sh->next;
 	if (sh->publisher)
 		sh->publisher->nshares--;
@@ -333,7 +356,9 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	if (status) {
 		free(sh->payload);
 		free(sh);
-		send_error(c, RSB_PUBLISH, status);
+		/* Whatever the provider said, for the publisher it is NODEV (the
+		 * broker refused the device), as documented. */
+		send_error(c, RSB_PUBLISH, status == RSHARE_E_NOMEM ? status : RSHARE_E_NODEV);
 		return;
 	}
 	rshare_device_fd(dev, &sh->dev_fd);
@@ -353,6 +378,11 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	sh->publisher = c;
 	describe_blobs(sh);
 	*slot = sh;
+	{
+		size_t i = sorted_from(s, sh->name, true);
+		memmove(&s->sorted[i + 1], &s->sorted[i], (s->nshares - i) * sizeof(*s->sorted));
+		s->sorted[i] = sh;
+	}
 	s->nshares++;
 	s->payload_bytes += sh->len;
 	c->nshares++;
@@ -407,103 +437,73 @@ static void do_withdraw(struct rsb_server *s, struct conn *c, const struct rsb_r
 	send_msg(c, RSB_WITHDRAW | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
 }
 
-static int by_name(const void *a, const void *b)
+/* A list is sent in chunks made when the socket takes them, from the
+ * sorted index and the last name sent: a pending list costs the broker one
+ * name, whatever the number of shares or of clients not reading theirs
+ * (issue 18, item 4). Shares published or withdrawn meanwhile appear or
+ * not; the names stay sorted and unique. Each chunk but the last holds
+ * whole entries up to RSB_CHUNK bytes (an entry is under 1 KiB). */
+static size_t list_entry(char *out, size_t room, const struct share *sh, bool first)
 {
-	return strcmp((*(struct share *const *)a)->name, (*(struct share *const *)b)->name);
+	int n = snprintf(out, room,
+			 "%s{\"name\":\"%s\",\"owner_uid\":%u,\"owner_pid\":%d,\"persistent\":%s,"
+			 "\"payload_size\":%u,\"blobs\":%s,\"attaches\":%llu,\"created\":%lld}",
+			 first ? "" : ",", sh->name, (unsigned)sh->owner_uid, (int)sh->owner_pid,
+			 sh->persistent ? "true" : "false", sh->len, sh->blobs,
+			 (unsigned long long)sh->attaches, (long long)sh->created);
+
+	return n < 0 || (size_t)n >= room ? 0 : (size_t)n;
 }
 
-/* Append to a growing buffer; false when out of memory. */
-static bool put(uint8_t **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static bool put(uint8_t **buf, size_t *len, size_t *cap, const char *fmt, ...)
+/* Send list chunks while the socket takes them; a client that reads none
+ * for the idle time is dropped (expire()). */
+static void flush_list(struct rsb_server *s, struct conn *c)
 {
-	va_list ap;
-	int n;
+	while (c->listing && !c->dead) {
+		char *body = (char *)s->chunk + RSB_HDR;
+		size_t len = 0, i = c->list_started ? sorted_from(s, c->list_after, false) : 0;
+		const char *last = NULL;
+		bool first = !c->list_started, end;
+		ssize_t r;
 
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf((char *)*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return false;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return true;
+		if (first)
+			body[len++] = '[';
+		for (; i < s->nshares; i++) {
+			/* Room kept for the closing ']'. */
+			size_t k = list_entry(body + len, RSB_CHUNK - 1 - len, s->sorted[i],
+					      first && !last);
+			if (!k)
+				break;
+			len += k;
+			last = s->sorted[i]->name;
 		}
-		uint8_t *bigger = realloc(*buf, *cap * 2 + (size_t)n);
-		if (!bigger)
-			return false;
-		*buf = bigger;
-		*cap = *cap * 2 + (size_t)n;
+		end = i == s->nshares;
+		if (end)
+			body[len++] = ']';
+		rsb_put_header(s->chunk, RSB_LIST | RSB_REPLY, end ? 0 : RSB_FLAG_MORE,
+			       (uint32_t)len, RSHARE_OK);
+		do
+			r = send(c->fd, s->chunk, RSB_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		while (r < 0 && errno == EINTR);
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return; /* poll for POLLOUT; made again from the same place */
+		if (r < 0) {
+			c->dead = true;
+			return;
+		}
+		c->list_started = true;
+		if (last)
+			memcpy(c->list_after, last, strlen(last) + 1);
+		c->idle_deadline = now_ms() + s->idle_ms;
+		c->listing = !end;
 	}
 }
-
-static void flush_out(struct rsb_server *s, struct conn *c);
 
 static void do_list(struct rsb_server *s, struct conn *c)
 {
-	struct share **all = malloc((s->nshares ? s->nshares : 1) * sizeof(*all));
-	size_t n = 0, len = 0, cap = 4096;
-	uint8_t *buf = malloc(cap);
-	bool ok = all && buf && put(&buf, &len, &cap, "[");
-
-	for (size_t b = 0; ok && b < BUCKETS; b++)
-		for (struct share *sh = s->buckets[b]; sh; sh = sh->next)
-			all[n++] = sh;
-	if (ok)
-		qsort(all, n, sizeof(*all), by_name);
-	for (size_t i = 0; ok && i < n; i++) {
-		const struct share *sh = all[i];
-		ok = put(&buf, &len, &cap,
-			 "%s{\"name\":\"%s\",\"owner_uid\":%u,\"owner_pid\":%d,\"persistent\":%s,"
-			 "\"payload_size\":%u,\"blobs\":%s,\"attaches\":%llu,\"created\":%lld}",
-			 i ? "," : "", sh->name, (unsigned)sh->owner_uid, (int)sh->owner_pid,
-			 sh->persistent ? "true" : "false", sh->len, sh->blobs,
-			 (unsigned long long)sh->attaches, (long long)sh->created);
-	}
-	ok = ok && put(&buf, &len, &cap, "]");
-	free(all);
-	if (!ok) {
-		free(buf);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory listing %zu shares", n);
-		send_error(c, RSB_LIST, RSHARE_E_NOMEM);
-		return;
-	}
-	c->out = buf;
-	c->out_len = len;
-	c->out_off = 0;
-	flush_out(s, c);
-}
-
-/* Write queued list chunks while the socket takes them; a client that
- * reads none for the idle time is dropped (expire()). */
-static void flush_out(struct rsb_server *s, struct conn *c)
-{
-	while (c->out && !c->dead) {
-		size_t left = c->out_len - c->out_off, n = left > RSB_CHUNK ? RSB_CHUNK : left;
-		uint8_t hdr[RSB_HDR];
-		struct iovec iov[2] = { { hdr, RSB_HDR }, { c->out + c->out_off, n } };
-		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
-		ssize_t r;
-
-		rsb_put_header(hdr, RSB_LIST | RSB_REPLY, n < left ? RSB_FLAG_MORE : 0,
-			       (uint32_t)n, RSHARE_OK);
-		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return; /* poll for POLLOUT */
-		if (r < 0) {
-			c->dead = true;
-			break;
-		}
-		c->out_off += n;
-		c->idle_deadline = now_ms() + s->idle_ms;
-		if (c->out_off == c->out_len)
-			break;
-	}
-	free(c->out);
-	c->out = NULL;
+	c->listing = true;
+	c->list_started = false;
+	flush_list(s, c);
 }
 
 /* Read and serve one request; false when there is nothing more to read. */
@@ -545,7 +545,7 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "request too long (%s)",
 				 (msg.msg_flags & MSG_TRUNC) ? "over the largest message"
 							      : "too many fds");
-	else if (c->waiting || c->out)
+	else if (c->waiting || c->listing)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
 				 "a new request before the reply to the last one");
 	else
@@ -669,7 +669,6 @@ static void close_conn(struct rsb_server *s, struct conn *c)
 	 * closed off this thread first: nothing is released here, and the
 	 * client is not reset before it reads our last reply. */
 	rs_close_socket_untrusted(c->fd);
-	free(c->out);
 	free(c->groups);
 	free(c);
 }
@@ -693,7 +692,7 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 				*next = c->wait_deadline;
 			}
 		}
-		if (c->out) {
+		if (c->listing) {
 			/* Not reading its list reply: dropped, publisher or not. */
 			if (now >= c->idle_deadline)
 				c->dead = true;
@@ -753,7 +752,7 @@ void rsb_server_run(struct rsb_server *s)
 					      .events = POLLIN };
 		for (size_t i = 0; i < s->nconns; i++)
 			s->pfds[n++] = (struct pollfd){ .fd = s->conns[i]->fd,
-							.events = s->conns[i]->out ? POLLIN | POLLOUT
+							.events = s->conns[i]->listing ? POLLIN | POLLOUT
 										   : POLLIN };
 		r = poll(s->pfds, n, timeout);
 		if (r < 0 && errno != EINTR)
@@ -768,7 +767,7 @@ void rsb_server_run(struct rsb_server *s)
 			short ev = s->pfds[i + 2].revents;
 
 			if (ev & POLLOUT)
-				flush_out(s, c);
+				flush_list(s, c);
 			if (ev & (POLLIN | POLLHUP | POLLERR))
 				for (int b = 0; b < BATCH && serve_one(s, c); b++)
 					;
@@ -810,11 +809,13 @@ int rsb_server_new(const struct rsb_listener *l, struct rsb_server **out)
 	s->rx = malloc(RSB_MSG_MAX + 1);
 	s->conns = calloc(MAX_CONNS, sizeof(*s->conns));
 	s->pfds = calloc(MAX_CONNS + 2, sizeof(*s->pfds));
-	if (!s->rx || !s->conns || !s->pfds || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+	s->sorted = calloc(MAX_SHARES, sizeof(*s->sorted));
+	if (!s->rx || !s->conns || !s->pfds || !s->sorted || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		int err = errno;
 		free(s->rx);
 		free(s->conns);
 		free(s->pfds);
+		free(s->sorted);
 		free(s);
 		return rs_fail(err == EMFILE ? RSHARE_E_NOMEM : RSHARE_E_NOMEM, err,
 			       "cannot allocate a broker");
@@ -833,5 +834,6 @@ void rsb_server_free(struct rsb_server *s)
 	free(s->rx);
 	free(s->conns);
 	free(s->pfds);
+	free(s->sorted);
 	free(s);
 }
