@@ -108,6 +108,7 @@ struct hostile {
 	uint32_t len; /* announced and sent */
 	int fd;
 	int chunks;   /* list: empty "more" chunks to send after the first */
+	int sent;     /* of those, how many the client took */
 };
 
 static void *hostile_broker(void *arg)
@@ -135,6 +136,7 @@ static void *hostile_broker(void *arg)
 		m[7] = 1; /* more */
 		if (send(s, m, 16, MSG_NOSIGNAL) != 16)
 			break;
+		h->sent++;
 	}
 	close(s);
 	return NULL;
@@ -216,6 +218,195 @@ static void case_linger(void)
 		close(lst[i]);
 }
 
+/* ---- a hostile broker's replies ---- */
+
+static int hostile_attach(uint8_t type, int32_t status, uint32_t len, size_t *n)
+{
+	struct hostile h = { .type = type, .status = status, .len = len, .fd = -1 };
+	unsigned char got[64];
+	rshare_device *d = NULL;
+	pthread_t t;
+	int st;
+
+	h.lfd = hostile_listen();
+	REQUIRE(pthread_create(&t, NULL, hostile_broker, &h) == 0);
+	*n = 12345;
+	st = rshare_broker_attach(path, "x", 0, &d, got, sizeof(got), n);
+	pthread_join(t, NULL);
+	close(h.lfd);
+	CHECK(d == NULL);
+	return st;
+}
+
+static void case_hostile(void)
+{
+	struct hostile h = { .type = 4, .flags = 1, .fd = -1, .chunks = 100000 };
+	char json[4096];
+	pthread_t t;
+	size_t n;
+	double t0;
+
+	/* Statuses the broker never sends reach nobody. */
+	CHECK_ST(hostile_attach(2, -200, 0, &n), RSHARE_E_PROTOCOL);
+	CHECK_MSG("status -200");
+	CHECK_ST(hostile_attach(2, RSHARE_E_STALE, 0, &n), RSHARE_E_PROTOCOL);
+	CHECK_ST(hostile_attach(0, -255, 0, &n), RSHARE_E_PROTOCOL); /* a refusal */
+	/* NOSPACE without its length: not NOSPACE with *len unset. */
+	CHECK_ST(hostile_attach(2, RSHARE_E_NOSPACE, 0, &n), RSHARE_E_PROTOCOL);
+	CHECK(n == 12345);
+	/* Documented ones do, with the broker's text. */
+	CHECK_ST(hostile_attach(2, RSHARE_E_PERM, 0, &n), RSHARE_E_PERM);
+	/* Endless empty chunks flagged "more": cut short. */
+	h.lfd = hostile_listen();
+	REQUIRE(pthread_create(&t, NULL, hostile_broker, &h) == 0);
+	t0 = now_s();
+	CHECK_ST(rshare_broker_list(path, json, sizeof(json), &n), RSHARE_E_PROTOCOL);
+	CHECK(now_s() - t0 < 2);
+	pthread_join(t, NULL);
+	if (h.sent >= 5000)
+		fprintf(stderr, "hostile: the client took %d empty chunks\n", h.sent);
+	CHECK(h.sent < 5000); /* what the socket queued before the client left */
+	close(h.lfd);
+	unlink(path);
+}
+
+/* ---- unread lists ---- */
+
+static long rss_kb(pid_t pid)
+{
+	char name[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "/proc/%d/status", (int)pid);
+	f = fopen(name, "r");
+	REQUIRE(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* 2,000 shares with long names; 200 connections ask for the list and read
+ * none of it: the broker's memory barely moves (it held each whole list,
+ * about 1 MB, until read or dropped). */
+static void case_listamp(void)
+{
+	enum { SHARES = 2000, LISTERS = 200 };
+	static int conns[LISTERS];
+	unsigned char m[16];
+	rshare_device *dev;
+	long before, after;
+	int pubs, fd;
+	pid_t broker = broker_child("60000");
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	pubs = raw_connect(path);
+	for (int i = 0; i < SHARES; i++) {
+		unsigned char pm[16 + 16 + 256];
+		char name[256];
+		uint32_t len, flags = 0;
+		uint16_t nl;
+
+		snprintf(name, sizeof(name), "amp/%0200d", i);
+		nl = (uint16_t)strlen(name);
+		len = 16 + nl;
+		memcpy(pm, "RSBK\1\0\1\0", 8);
+		memcpy(pm + 8, &len, 4);
+		memset(pm + 12, 0, 4 + 16);
+		memcpy(pm + 16, &flags, 4);
+		memcpy(pm + 20, &nl, 2);
+		memcpy(pm + 32, name, nl);
+		REQUIRE(send_fds(pubs, pm, 16 + len, &fd, 1) == (int)(16 + len));
+		REQUIRE(raw_reply_status(pubs) == RSHARE_OK);
+	}
+	usleep(200000);
+	before = rss_kb(broker);
+	memcpy(m, "RSBK\1\0\4\0", 8);
+	memset(m + 8, 0, 8);
+	for (int i = 0; i < LISTERS; i++) {
+		conns[i] = raw_connect(path);
+		REQUIRE(send(conns[i], m, 16, MSG_NOSIGNAL) == 16);
+	}
+	usleep(500000);
+	after = rss_kb(broker);
+	printf("listamp: broker RSS %ld kB before, %ld kB with %d unread lists\n", before, after,
+	       LISTERS);
+	CHECK(after - before < 16 * 1024);
+	for (int i = 0; i < LISTERS; i++)
+		close(conns[i]);
+	close(pubs);
+	stop_child(broker);
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* ---- the fd limit ---- */
+
+/* A broker started with a soft fd limit of 1024 (hard 8192), 1,100 of its
+ * own user's attachers waiting: its publisher still gets in. */
+static void case_nofile(void)
+{
+	enum { WAITERS = 1100 };
+	static int conns[WAITERS];
+	struct rlimit rl, want = { 1024, 8192 };
+	unsigned char m[64];
+	uint32_t forever = 0xffffffffu;
+	rshare_share *sh;
+	struct pub p;
+	int ready[2];
+	pid_t broker;
+	char c;
+
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	rl.rlim_cur = rl.rlim_max;
+	if (rl.rlim_max < WAITERS + 200 || setrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+	    (rl.rlim_max < want.rlim_max && geteuid() != 0)) {
+		printf("case_nofile: needs %d fds here and a hard limit of 8192 for the broker; "
+		       "skipped\n", WAITERS + 200);
+		return;
+	}
+	REQUIRE(pipe(ready) == 0);
+	fflush(NULL);
+	broker = fork();
+	REQUIRE(broker >= 0);
+	if (broker == 0) {
+		rshare_broker *b;
+		struct rlimit now;
+		if (setrlimit(RLIMIT_NOFILE, &want) != 0 ||
+		    rshare_broker_start(path, &b) != RSHARE_OK)
+			_exit(1);
+		getrlimit(RLIMIT_NOFILE, &now);
+		c = now.rlim_cur == want.rlim_max ? 'r' : 'l'; /* raised to the hard limit */
+		(void)!write(ready[1], &c, 1);
+		for (;;)
+			pause();
+	}
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	CHECK(c == 'r');
+	memcpy(m, "RSBK\1\0\2\0", 8);
+	m[8] = 12 + 6;
+	memset(m + 9, 0, 7 + 12);
+	memcpy(m + 16, &forever, 4);
+	m[24] = 6;
+	memcpy(m + 28, "n/none", 6);
+	for (int i = 0; i < WAITERS; i++) {
+		conns[i] = raw_connect(path);
+		REQUIRE(send(conns[i], m, 34, MSG_NOSIGNAL) == 34);
+	}
+	pub_make(&p);
+	CHECK_OK(rshare_broker_publish(path, "n/pub", p.dev, p.payload, p.len, NULL, &sh));
+	if (sh)
+		CHECK_OK(rshare_broker_withdraw(sh));
+	pub_free(&p);
+	for (int i = 0; i < WAITERS; i++)
+		close(conns[i]);
+	stop_child(broker);
+	close(ready[0]);
+	close(ready[1]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -224,6 +415,12 @@ int main(int argc, char **argv)
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
 	if (!only || strcmp(only, "linger") == 0)
 		case_linger();
+	if (!only || strcmp(only, "hostile") == 0)
+		case_hostile();
+	if (!only || strcmp(only, "listamp") == 0)
+		case_listamp();
+	if (!only || strcmp(only, "nofile") == 0)
+		case_nofile();
 	rmdir(dir);
 	TEST_DONE();
 }

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,7 +43,8 @@
 #include "util/le.h"
 
 #define BUCKETS 1024
-#define MAX_CONNS 4096
+#define MAX_CONNS 4096     /* at most; fewer when the fd limit is lower (conn_limit) */
+#define FD_RESERVE 64      /* fds kept for everything but connections */
 #define MAX_CONNS_OTHER 256 /* per uid, for uids other than root and the broker's */
 #define MAX_SHARES_OTHER 256 /* the same for shares, persistent ones included */
 #define MAX_SHARES 65536
@@ -97,6 +99,7 @@ struct rsb_server {
 	size_t nconns;
 	struct share *buckets[BUCKETS];
 	struct share **sorted;   /* every share by name: lists are made from it */
+	size_t max_conns;        /* conn_limit() */
 	size_t nshares;
 	size_t payload_bytes;    /* held by all shares, at most MAX_PAYLOAD_BYTES */
 	uint64_t idle_ms;
@@ -627,7 +630,7 @@ static void accept_all(struct rsb_server *s)
 				s->accept_after = now_ms() + ACCEPT_PAUSE_MS;
 			return;
 		}
-		if (s->nconns >= MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		if (s->nconns >= s->max_conns || !(c = calloc(1, sizeof(*c)))) {
 			rs_close_socket_untrusted(fd);
 			continue;
 		}
@@ -747,7 +750,7 @@ void rsb_server_run(struct rsb_server *s)
 			next = s->accept_after;
 		timeout = next == UINT64_MAX ? -1 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
 		s->pfds[0] = (struct pollfd){ .fd = s->wake[0], .events = POLLIN };
-		s->pfds[1] = (struct pollfd){ .fd = s->nconns < MAX_CONNS &&
+		s->pfds[1] = (struct pollfd){ .fd = s->nconns < s->max_conns &&
 							  now >= s->accept_after ? s->l.fd : -1,
 					      .events = POLLIN };
 		for (size_t i = 0; i < s->nconns; i++)
@@ -798,6 +801,29 @@ const char *rsb_server_path(const struct rsb_server *s)
 	return s->l.path;
 }
 
+/* The connection limit is the one that binds, not the fd limit (issue 18,
+ * item 9): the soft RLIMIT_NOFILE is raised to the hard one (the broker
+ * uses poll(), never select(), so fds past 1024 are fine), and at most
+ * half of what it allows, less FD_RESERVE, goes to connections; the rest
+ * holds shares' device fds and the closer's queue. */
+static size_t conn_limit(void)
+{
+	struct rlimit rl;
+	size_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return MAX_CONNS;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 2 * MAX_CONNS + FD_RESERVE)
+		return MAX_CONNS;
+	n = rl.rlim_cur > 2 * FD_RESERVE ? (size_t)(rl.rlim_cur - FD_RESERVE) / 2 : FD_RESERVE / 2;
+	return n;
+}
+
 int rsb_server_new(const struct rsb_listener *l, struct rsb_server **out)
 {
 	struct rsb_server *s = calloc(1, sizeof(*s));
@@ -821,6 +847,7 @@ int rsb_server_new(const struct rsb_listener *l, struct rsb_server **out)
 			       "cannot allocate a broker");
 	}
 	s->idle_ms = idle && atoi(idle) > 0 ? (uint64_t)atoi(idle) : IDLE_MS_DEFAULT;
+	s->max_conns = conn_limit();
 	s->l = *l;
 	*out = s;
 	return RSHARE_OK;
