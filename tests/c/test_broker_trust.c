@@ -28,6 +28,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -407,6 +409,313 @@ static void case_nofile(void)
 	close(ready[1]);
 }
 
+/* ---- replies pipelined and never read ---- */
+
+/* The fds a socket's queued replies carry, all read now. */
+static int queued_fds(int s)
+{
+	int total = 0;
+
+	for (;;) {
+		union {
+			struct cmsghdr a;
+			char buf[CMSG_SPACE(8 * sizeof(int))];
+		} ctl;
+		unsigned char buf[1024];
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl) };
+		ssize_t r = recvmsg(s, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (r <= 0)
+			return total;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)), fd;
+			for (int i = 0; i < k; i++) {
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				close(fd);
+			}
+			total += k;
+		}
+	}
+}
+
+/* Its own share, 40 attaches pipelined on each of 20 connections, nothing
+ * read: at most one fd each in flight (there were 40 per connection,
+ * charged by the kernel to the broker's user). */
+static void case_inflight(void)
+{
+	enum { CONNS = 20, PIPELINED = 40 };
+	unsigned char m[64];
+	rshare_share *sh;
+	struct pub p;
+	int conns[CONNS], fds = 0;
+	pid_t broker = broker_child("60000");
+
+	pub_make(&p);
+	REQUIRE_OK(rshare_broker_publish(path, "fl/mine", p.dev, p.payload, p.len, NULL, &sh));
+	memcpy(m, "RSBK\1\0\2\0", 8);
+	m[8] = 12 + 7;
+	memset(m + 9, 0, 7 + 12);
+	m[20] = 0xff, m[21] = 0xff; /* a payload of up to 65535 bytes */
+	m[24] = 7;
+	memcpy(m + 28, "fl/mine", 7);
+	for (int i = 0; i < CONNS; i++) {
+		conns[i] = raw_connect(path);
+		for (int k = 0; k < PIPELINED; k++)
+			if (send(conns[i], m, 35, MSG_NOSIGNAL | MSG_DONTWAIT) != 35)
+				break;
+	}
+	usleep(500000);
+	for (int i = 0; i < CONNS; i++) {
+		fds += queued_fds(conns[i]);
+		close(conns[i]);
+	}
+	printf("inflight: %d fds queued for %d connections\n", fds, CONNS);
+	CHECK(fds <= CONNS);
+	CHECK(fds >= 1); /* the first attach of each was served */
+	CHECK_OK(rshare_broker_withdraw(sh));
+	pub_free(&p);
+	stop_child(broker);
+}
+
+/* ---- the kept connection and setuid ---- */
+
+#define WORKER_UID 65534
+
+/* In a worker that dropped root without exec: exit 1 if some fd is a
+ * connection to the broker that attaches the root-only share for it. */
+static int worker_after_setuid(void)
+{
+	unsigned char m[64];
+	rshare_device *d;
+	unsigned char got[512];
+	size_t n;
+
+	if (setgid(WORKER_UID) || setuid(WORKER_UID))
+		return 100;
+	memcpy(m, "RSBK\1\0\2\0", 8);
+	m[8] = 12 + 9;
+	memset(m + 9, 0, 7 + 12);
+	m[20] = 0xff, m[21] = 0xff;
+	m[24] = 9;
+	memcpy(m + 28, "kp/secret", 9);
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_un sa;
+		socklen_t len = sizeof(sa);
+		if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sun_family != AF_UNIX ||
+		    strcmp(sa.sun_path, path) != 0)
+			continue;
+		if (send(fd, m, 37, MSG_NOSIGNAL) == 37 && raw_reply_status(fd) == RSHARE_OK) {
+			fprintf(stderr, "kept: fd %d attached root's share for uid %d\n", fd,
+				(int)getuid());
+			return 1;
+		}
+	}
+	/* Through the library: its own connection, judged as this uid. */
+	return rshare_broker_attach(path, "kp/secret", 0, &d, got, sizeof(got), &n) ==
+			       RSHARE_E_PERM
+		       ? 0
+		       : 2;
+}
+
+/* Root's private share, published by another process (so that the only
+ * broker connection this one holds is the kept one). */
+static pid_t publisher(const char *name)
+{
+	int ready[2];
+	char c;
+	pid_t pid;
+
+	REQUIRE(pipe(ready) == 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		rshare_share *sh;
+		struct pub p;
+		pub_make(&p);
+		if (rshare_broker_publish(path, name, p.dev, p.payload, p.len, NULL, &sh))
+			_exit(1);
+		(void)!write(ready[1], "r", 1);
+		for (;;)
+			pause();
+	}
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
+static void case_kept(void)
+{
+	unsigned char got[512];
+	rshare_device *d;
+	size_t n;
+	pid_t broker, worker, pub;
+	int st;
+
+	if (geteuid() != 0) {
+		printf("case_kept: needs root to drop to another uid; skipped\n");
+		return;
+	}
+	broker = broker_child(NULL);
+	pub = publisher("kp/secret");
+	REQUIRE_OK(rshare_broker_attach(path, "kp/secret", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d)); /* the connection is kept */
+	fflush(NULL);
+	worker = fork();
+	REQUIRE(worker >= 0);
+	if (worker == 0)
+		_exit(worker_after_setuid());
+	REQUIRE(waitpid(worker, &st, 0) == worker);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The parent's kept connection still serves the parent. */
+	CHECK_OK(rshare_broker_attach(path, "kp/secret", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d));
+	kill(pub, SIGKILL);
+	waitpid(pub, NULL, 0);
+	stop_child(broker);
+}
+
+/* ---- endpoints in a world-writable directory ---- */
+
+#define OWNER 4246
+#define SQUAT 4247
+
+/* The squatter binds name in the open directory and reports (exit 1) if a
+ * publisher handed it an fd; or makes and locks name.lock and holds it. */
+static void squat_socket(const char *sock, int ready)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pollfd pf;
+	int l, s, got = 0;
+
+	if (setgid(SQUAT) || setuid(SQUAT))
+		_exit(2);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) || chmod(sock, 0666) ||
+	    listen(l, 8))
+		_exit(3);
+	(void)!write(ready, "r", 1);
+	pf = (struct pollfd){ .fd = l, .events = POLLIN };
+	if (poll(&pf, 1, 3000) == 1 && (s = accept(l, NULL, NULL)) >= 0) {
+		union {
+			struct cmsghdr a;
+			char buf[CMSG_SPACE(8 * sizeof(int))];
+		} ctl;
+		unsigned char buf[70000];
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl) };
+		pf = (struct pollfd){ .fd = s, .events = POLLIN };
+		if (poll(&pf, 1, 1000) == 1 && recvmsg(s, &m, 0) > 0 && CMSG_FIRSTHDR(&m))
+			got = 1;
+	}
+	_exit(got);
+}
+
+static void squat_lock(const char *sock, int ready)
+{
+	char lock[160];
+	int fd;
+
+	if (setgid(SQUAT) || setuid(SQUAT))
+		_exit(2);
+	snprintf(lock, sizeof(lock), "%s.lock", sock);
+	fd = open(lock, O_RDWR | O_CREAT, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX) != 0)
+		_exit(3);
+	(void)!write(ready, "r", 1);
+	for (;;)
+		pause();
+}
+
+static pid_t squatter_for(void (*squat)(const char *, int), const char *sock)
+{
+	int ready[2];
+	char c;
+	pid_t pid;
+
+	REQUIRE(pipe(ready) == 0);
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		squat(sock, ready[1]);
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
+/* As OWNER: exit 0 if the publish to the squatted socket was refused
+ * (PERM) and the broker starts despite the squatted lock file. */
+static int owner_side(const char *sock, int which)
+{
+	rshare_device *dev;
+	rshare_broker *b;
+	rshare_share *sh;
+	int st;
+
+	if (setgid(OWNER) || setuid(OWNER))
+		return 100;
+	if (which == 0) {
+		if (rshare_device_open("sim0", &dev))
+			return 101;
+		st = rshare_broker_publish(sock, "secret", dev, "pay", 3, NULL, &sh);
+		if (st != RSHARE_E_PERM) {
+			fprintf(stderr, "endpoint: publish to a squatter: %s: %s\n",
+				rshare_status_name(st), rshare_last_error());
+			return 1;
+		}
+		rshare_device_close(dev);
+		return 0;
+	}
+	st = rshare_broker_start(sock, &b);
+	if (st != RSHARE_OK) {
+		fprintf(stderr, "endpoint: start beside a squatted lock: %s: %s\n",
+			rshare_status_name(st), rshare_last_error());
+		return 2;
+	}
+	rshare_broker_stop(b);
+	return 0;
+}
+
+static void case_endpoint(void)
+{
+	char open_dir[128], sock[160];
+	pid_t sq, ow;
+	int st;
+
+	if (geteuid() != 0) {
+		printf("case_endpoint: needs root to be two other uids; skipped\n");
+		return;
+	}
+	snprintf(open_dir, sizeof(open_dir), "%s/open", dir);
+	snprintf(sock, sizeof(sock), "%s/NAME.sock", open_dir);
+	REQUIRE(mkdir(open_dir, 0777) == 0 && chmod(open_dir, 01777) == 0);
+	for (int which = 0; which < 2; which++) {
+		sq = squatter_for(which == 0 ? squat_socket : squat_lock, sock);
+		ow = fork();
+		REQUIRE(ow >= 0);
+		if (ow == 0)
+			_exit(owner_side(sock, which));
+		REQUIRE(waitpid(ow, &st, 0) == ow);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		kill(sq, SIGTERM);
+		REQUIRE(waitpid(sq, &st, 0) == sq);
+		/* Killed while waiting (no fd received) or exited 0. */
+		CHECK(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
+		unlink(sock);
+	}
+	snprintf(sock, sizeof(sock), "%s/NAME.sock.lock", open_dir);
+	unlink(sock);
+	(void)!system("rm -rf /tmp/rshare-4246");
+	rmdir(open_dir);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -421,6 +730,12 @@ int main(int argc, char **argv)
 		case_listamp();
 	if (!only || strcmp(only, "nofile") == 0)
 		case_nofile();
+	if (!only || strcmp(only, "inflight") == 0)
+		case_inflight();
+	if (!only || strcmp(only, "kept") == 0)
+		case_kept();
+	if (!only || strcmp(only, "endpoint") == 0)
+		case_endpoint();
 	rmdir(dir);
 	TEST_DONE();
 }

@@ -225,23 +225,42 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
  * Attach is the call programs repeat (the bindings wait in slices of it),
  * so its connection is kept for the next one: no socket, connect, accept
  * and credential lookup per attach, the broker's one hop is the request.
- * One per process. It is never reused by another process (after a fork:
- * the child forgets its copy), under other credentials (the broker judged
- * those when it accepted the connection), for another endpoint, or once the
- * broker closed it or wrote to it unasked (its idle timeout). */
+ * One per process. It is never reused by another process, under other
+ * credentials (the broker judged those when it accepted the connection),
+ * for another endpoint, or once the broker closed it or wrote to it unasked
+ * (its idle timeout). A forked child closes its copy at once, in the fork
+ * itself: a pre-fork worker that drops to another uid without exec must not
+ * find, among its fds, a connection the broker takes for its parent's
+ * (issue 18, item 8); a process that changes its uids or gids drops it at
+ * its next attach. */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 static struct {
 	int fd;
 	pid_t pid;
-	uid_t euid;
-	gid_t egid;
+	uid_t uid, euid;
+	gid_t gid, egid;
 	char path[RSB_PATH_MAX];
 } kept = { .fd = -1 };
 
 static void kept_prepare(void) { pthread_mutex_lock(&kept_lock); }
 static void kept_release(void) { pthread_mutex_unlock(&kept_lock); }
-static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_release); }
+static void kept_child(void)
+{
+	if (kept.fd >= 0)
+		close(kept.fd); /* our copy only: the parent's connection lives on */
+	kept.fd = -1;
+	pthread_mutex_unlock(&kept_lock);
+}
+static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_child); }
+
+/* Is the kept connection this process's, under the credentials it was
+ * made with? */
+static bool kept_mine(void)
+{
+	return kept.pid == getpid() && kept.uid == getuid() && kept.euid == geteuid() &&
+	       kept.gid == getgid() && kept.egid == getegid();
+}
 
 /* The kept connection to path, if usable (it is then no longer kept), or -1. */
 static int kept_take(const char *path)
@@ -253,8 +272,7 @@ static int kept_take(const char *path)
 	if (kept.fd >= 0) {
 		struct pollfd p = { .fd = kept.fd, .events = POLLIN };
 
-		if (kept.pid == getpid() && kept.euid == geteuid() && kept.egid == getegid() &&
-		    strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
+		if (kept_mine() && strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
 			fd = kept.fd;
 		else
 			rs_close_socket_untrusted(kept.fd); /* in a forked child, only its own copy */
@@ -267,11 +285,14 @@ static int kept_take(const char *path)
 /* Keep fd (a connection to path that just completed a request). */
 static void kept_put(int fd, const char *path)
 {
+	pthread_once(&kept_once, kept_init);
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd < 0) {
 		kept.fd = fd;
 		kept.pid = getpid();
+		kept.uid = getuid();
 		kept.euid = geteuid();
+		kept.gid = getgid();
 		kept.egid = getegid();
 		memcpy(kept.path, path, strlen(path) + 1);
 		fd = -1;

@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -509,6 +511,19 @@ static void do_list(struct rsb_server *s, struct conn *c)
 	flush_list(s, c);
 }
 
+/* Has c not yet read a reply we sent? (SIOCOUTQ: bytes of ours still in
+ * its queue.) One request at a time means a client reads each reply before
+ * it sends the next request; one that pipelines requests without reading
+ * would otherwise make us pin an fd in flight per attach, charged to the
+ * broker's user by the kernel (issue 18, item 3). So a connection holds at
+ * most one unread reply with an fd. */
+static bool unread_reply(const struct conn *c)
+{
+	int queued = 0;
+
+	return ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued > 0;
+}
+
 /* Read and serve one request; false when there is nothing more to read. */
 static bool serve_one(struct rsb_server *s, struct conn *c)
 {
@@ -548,9 +563,10 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "request too long (%s)",
 				 (msg.msg_flags & MSG_TRUNC) ? "over the largest message"
 							      : "too many fds");
-	else if (c->waiting || c->listing)
+	else if (c->waiting || c->listing || unread_reply(c))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "a new request before the reply to the last one");
+				 "a new request before the reply to the last one %s",
+				 c->waiting || c->listing ? "was sent" : "was read");
 	else
 		status = rsb_parse_request(s->rx, (size_t)r, &req);
 	c->idle_deadline = now_ms() + s->idle_ms;
