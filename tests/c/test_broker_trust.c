@@ -23,8 +23,6 @@
  *             user's squatted socket or lock file is refused (item 7)
  * Run with no argument for all, or one case name.
  */
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -38,30 +36,6 @@
 static char dir[64], path[100];
 
 /* ---- an fd whose close blocks ---- */
-
-/* A TCP socket on loopback whose close() waits linger_s seconds: its peer
- * (in the backlog of *listener, never accepted) reads nothing, so the send
- * queue stays full and the FIN never goes. */
-static int linger_fd(int *listener, int linger_s)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct linger lg = { 1, linger_s };
-	socklen_t n = sizeof(sa);
-	int small = 4096, s;
-	char junk[65536] = { 0 };
-
-	*listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(*listener >= 0);
-	setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	REQUIRE(bind(*listener, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-		getsockname(*listener, (struct sockaddr *)&sa, &n) == 0 && listen(*listener, 4) == 0);
-	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	REQUIRE(s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	while (send(s, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
-		;
-	REQUIRE(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
-	return s;
-}
 
 /* A broker in a child process (so that a stuck one can be killed). */
 static pid_t broker_child(const char *idle_ms)
