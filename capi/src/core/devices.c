@@ -206,8 +206,8 @@ int rs_device_adopt_received(int fd, void **out)
 {
 	if (!rs_fd_may_be_device(fd)) {
 		rs_close_untrusted(fd);
-		return rs_fail(RSHARE_E_NODEV, 0, "the device fd received is neither a character "
-			       "device nor a sealed memfd");
+		return rs_fail(RSHARE_E_NODEV, 0, "the device fd received is not a device context "
+			       "(neither a character device nor a sealed memfd)");
 	}
 	return rs_device_adopt(fd, -1, out);
 }
