@@ -190,11 +190,12 @@ void rs_close_socket_untrusted(int sock)
 		return;
 	/* No more can arrive after SHUT_RD (a sender gets EPIPE); what did is
 	 * received, its fds closed off this thread. A queue too long to
-	 * drain here goes to the closer whole. */
+	 * drain here, or a closer too far behind to take its fds, and the
+	 * socket goes to the closer whole (its close releases them there). */
 	bool empty = false;
 
 	shutdown(sock, SHUT_RDWR);
-	for (int i = 0; i < 256 && !empty; i++) {
+	for (int i = 0; i < 256 && !empty && rs_closer_room() > RS_SCM_MAX_FD; i++) {
 		struct iovec iov = { &byte, 1 };
 		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 				    .msg_controllen = sizeof(ctl.buf) };
