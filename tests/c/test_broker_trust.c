@@ -8,6 +8,8 @@
  *             with a list request, to rshare_broker_attach by a hostile
  *             broker, to rshare_channel_recv by a peer: the broker keeps
  *             serving, the calls return within their bound (item 1)
+ *   fuse      the same with a file on a FUSE filesystem whose daemon does
+ *             not answer FLUSH (tests/c/fuse_stall.h; root and /dev/fuse)
  *   hostile   a hostile broker's statuses: only documented ones reach the
  *             caller; NOSPACE without its length; endless empty "more"
  *             list chunks (item 6)
@@ -32,6 +34,7 @@
 #include <sys/wait.h>
 
 #include "broker_util.h"
+#include "fuse_stall.h"
 
 static char dir[64], path[100];
 
@@ -192,6 +195,103 @@ static void case_linger(void)
 	pub_free(&p);
 	for (int i = 0; i < 3; i++)
 		close(lst[i]);
+}
+
+/* ---- the same with a FUSE file whose daemon does not answer FLUSH ---- */
+
+static void give_list(int fd, void *arg)
+{
+	unsigned char m[16];
+	int s = raw_connect(path);
+
+	(void)arg;
+	memcpy(m, "RSBK\1\0\4\0", 8);
+	memset(m + 8, 0, 8);
+	send_fds(s, m, 16, &fd, 1);
+	(void)raw_reply_status(s); /* the broker has it now */
+	close(s);
+}
+
+static void give_reply(int fd, void *arg)
+{
+	unsigned char req[512], m[16] = { 0 };
+	int s = accept(*(int *)arg, NULL, NULL);
+
+	if (s < 0)
+		return;
+	(void)!recv(s, req, sizeof(req), 0);
+	memcpy(m, "RSBK\1\0", 6);
+	m[6] = 2 | 0x80;
+	send_fds(s, m, 16, &fd, 1);
+	close(s);
+}
+
+static void give_channel(int fd, void *arg)
+{
+	unsigned char m[16];
+
+	memcpy(m, "RSHC\1\0\0\0", 8);
+	memset(m + 8, 0, 8);
+	send_fds(*(int *)arg, m, 16, &fd, 1);
+}
+
+static void case_fuse(void)
+{
+	struct fuse_stall fs;
+	char mnt[128], reason[128], json[4096];
+	unsigned char got[512];
+	rshare_device *d;
+	rshare_share *sh;
+	struct pub p;
+	int l, sv[2], st;
+	size_t n;
+	double t0;
+	pid_t broker, giver;
+
+	snprintf(mnt, sizeof(mnt), "%s/fuse", dir);
+	if (!fuse_stall_mount(&fs, mnt, reason, sizeof(reason))) {
+		printf("case_fuse: %s; skipped (case linger covers the same with SO_LINGER)\n",
+		       reason);
+		return;
+	}
+	/* A hostile broker hands it to rshare_broker_attach. */
+	l = hostile_listen();
+	giver = fuse_stall_give(&fs, 1, give_reply, &l);
+	t0 = now_s();
+	CHECK_ST(rshare_broker_attach(path, "x", 0, &d, got, sizeof(got), &n), RSHARE_E_NODEV);
+	CHECK(now_s() - t0 < 2);
+	REQUIRE(waitpid(giver, NULL, 0) == giver);
+	close(l);
+	unlink(path);
+
+	/* A channel peer does. */
+	REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	giver = fuse_stall_give(&fs, 2, give_channel, &sv[0]);
+	REQUIRE(waitpid(giver, NULL, 0) == giver);
+	t0 = now_s();
+	CHECK_ST(rshare_channel_recv(sv[1], &d, got, sizeof(got), &n), RSHARE_E_NODEV);
+	CHECK(now_s() - t0 < 2);
+	close(sv[0]);
+	close(sv[1]);
+	/* The broker is handed the file with a list request. */
+	broker = broker_child(NULL);
+	giver = fuse_stall_give(&fs, 0, give_list, NULL);
+	REQUIRE(giver > 0 && waitpid(giver, &st, 0) == giver);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t0 = now_s();
+	CHECK_OK(rshare_broker_list(path, json, sizeof(json), &n));
+	pub_make(&p);
+	CHECK_OK(rshare_broker_publish(path, "fuse/ok", p.dev, p.payload, p.len, NULL, &sh));
+	CHECK_OK(rshare_broker_attach(path, "fuse/ok", 0, &d, got, sizeof(got), &n));
+	CHECK_OK(rshare_device_close(d));
+	CHECK_OK(rshare_broker_withdraw(sh));
+	pub_free(&p);
+	CHECK(now_s() - t0 < 2);
+
+	/* Only now can it go: its closer waits for the daemon, and a process
+	 * is reaped only once all its threads are gone. */
+	fuse_stall_unmount(&fs);
+	stop_child(broker);
 }
 
 /* ---- a hostile broker's replies ---- */
@@ -698,6 +798,8 @@ int main(int argc, char **argv)
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
 	if (!only || strcmp(only, "linger") == 0)
 		case_linger();
+	if (!only || strcmp(only, "fuse") == 0)
+		case_fuse();
 	if (!only || strcmp(only, "hostile") == 0)
 		case_hostile();
 	if (!only || strcmp(only, "listamp") == 0)
