@@ -80,10 +80,12 @@ struct conn {
 	uint64_t idle_deadline;  /* ms; 0 while it publishes or waits */
 	bool waiting;            /* an attach waits for its name */
 	uint64_t wait_deadline;  /* ms; UINT64_MAX: no limit */
+	uint64_t wait_since;     /* ms; when the wait began */
 	uint32_t wait_cap;
 	char wait_name[RSHARE_SHARE_NAME_MAX + 1];
 	uint8_t *out;            /* queued list reply */
 	size_t out_len, out_off;
+	uint8_t out_type;        /* the request it answers: RSB_LIST or RSB_WAITING */
 };
 
 struct rsb_server {
@@ -378,6 +380,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	}
 	c->waiting = true;
 	c->wait_cap = r->cap;
+	c->wait_since = now_ms();
 	c->wait_deadline = r->timeout_ms == RSB_WAIT_FOREVER ? UINT64_MAX
 							     : now_ms() + r->timeout_ms;
 	memcpy(c->wait_name, r->name, sizeof(c->wait_name));
@@ -438,6 +441,25 @@ static bool put(uint8_t **buf, size_t *len, size_t *cap, const char *fmt, ...)
 
 static void flush_out(struct rsb_server *s, struct conn *c);
 
+/* Queue a JSON reply of len bytes in buf (taken) to a request of type, or,
+ * when building it ran out of memory (!ok), say so. */
+static void queue_json(struct rsb_server *s, struct conn *c, uint8_t type, uint8_t *buf,
+		       size_t len, bool ok)
+{
+	if (!ok) {
+		free(buf);
+		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory for a %s reply",
+			type == RSB_LIST ? "list" : "waiting");
+		send_error(c, type, RSHARE_E_NOMEM);
+		return;
+	}
+	c->out = buf;
+	c->out_len = len;
+	c->out_off = 0;
+	c->out_type = type;
+	flush_out(s, c);
+}
+
 static void do_list(struct rsb_server *s, struct conn *c)
 {
 	struct share **all = malloc((s->nshares ? s->nshares : 1) * sizeof(*all));
@@ -461,16 +483,37 @@ static void do_list(struct rsb_server *s, struct conn *c)
 	}
 	ok = ok && put(&buf, &len, &cap, "]");
 	free(all);
-	if (!ok) {
-		free(buf);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory listing %zu shares", n);
-		send_error(c, RSB_LIST, RSHARE_E_NOMEM);
-		return;
-	}
-	c->out = buf;
-	c->out_len = len;
-	c->out_off = 0;
-	flush_out(s, c);
+	queue_json(s, c, RSB_LIST, buf, len, ok);
+}
+
+static int by_wait_name(const void *a, const void *b)
+{
+	return strcmp((*(struct conn *const *)a)->wait_name, (*(struct conn *const *)b)->wait_name);
+}
+
+/* The attaches waiting for a name, sorted by it; a connection that ended
+ * (cancelled, exited) is not waiting, even before it is reaped. */
+static void do_waiting(struct rsb_server *s, struct conn *c)
+{
+	struct conn **all = malloc((s->nconns ? s->nconns : 1) * sizeof(*all));
+	size_t n = 0, len = 0, cap = 4096;
+	uint8_t *buf = malloc(cap);
+	uint64_t now = now_ms();
+	bool ok = all && buf && put(&buf, &len, &cap, "[");
+
+	for (size_t i = 0; ok && i < s->nconns; i++)
+		if (s->conns[i]->waiting && !s->conns[i]->dead)
+			all[n++] = s->conns[i];
+	if (ok)
+		qsort(all, n, sizeof(*all), by_wait_name);
+	for (size_t i = 0; ok && i < n; i++)
+		ok = put(&buf, &len, &cap, "%s{\"name\":\"%s\",\"uid\":%u,\"pid\":%d,"
+			 "\"waited_ms\":%llu}", i ? "," : "", all[i]->wait_name,
+			 (unsigned)all[i]->uid, (int)all[i]->pid,
+			 (unsigned long long)(now - all[i]->wait_since));
+	ok = ok && put(&buf, &len, &cap, "]");
+	free(all);
+	queue_json(s, c, RSB_WAITING, buf, len, ok);
 }
 
 /* Write queued list chunks while the socket takes them; a client that
@@ -484,7 +527,7 @@ static void flush_out(struct rsb_server *s, struct conn *c)
 		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 		ssize_t r;
 
-		rsb_put_header(hdr, RSB_LIST | RSB_REPLY, n < left ? RSB_FLAG_MORE : 0,
+		rsb_put_header(hdr, c->out_type | RSB_REPLY, n < left ? RSB_FLAG_MORE : 0,
 			       (uint32_t)n, RSHARE_OK);
 		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (r < 0 && errno == EINTR)
@@ -560,6 +603,8 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		do_attach(s, c, &req);
 	} else if (req.type == RSB_WITHDRAW) {
 		do_withdraw(s, c, &req);
+	} else if (req.type == RSB_WAITING) {
+		do_waiting(s, c);
 	} else {
 		do_list(s, c);
 	}

@@ -33,7 +33,7 @@ struct rs_obj_ops;
 enum rs_obj_kind { RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3, RS_OBJ_MR = 4, RS_OBJ_DM = 5 };
 /* Kinds owned by other parts of the library (the broker), kept apart from
  * the object kinds above; their slots hold a pointer in u.any. */
-enum rs_aux_kind { RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
+enum rs_aux_kind { RS_OBJ_ATTACH = 13, RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
 
 /* "device", "PD", "VAR", "MR", "DM": what a handle of slot kind k is. */
 static inline const char *rs_obj_kind_name(int k)
@@ -41,6 +41,8 @@ static inline const char *rs_obj_kind_name(int k)
 	static const char *const names[] = { "object", "device", "PD", "VAR", "MR", "DM" };
 	if (k == RS_OBJ_BROKER || k == RS_OBJ_SHARE)
 		return k == RS_OBJ_BROKER ? "broker" : "share";
+	if (k == RS_OBJ_ATTACH)
+		return "attach operation";
 	return k > 0 && k <= RS_OBJ_DM ? names[k] : names[0];
 }
 
@@ -80,7 +82,7 @@ struct rs_slot {
 	union {
 		struct rs_device *dev; /* RS_OBJ_DEVICE */
 		struct rs_obj obj;     /* RS_OBJ_PD, _VAR, _MR, _DM */
-		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE */
+		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE, RS_OBJ_ATTACH */
 	} u;
 };
 
