@@ -93,7 +93,7 @@ static int run_shares(int argc, char **argv);
 
 const struct cli_command cli_shares = {
 	.name = "shares",
-	.args = "[--socket PATH] [--json] [--waiting]",
+	.args = "[OPTIONS]",
 	.summary = "list the shares a broker holds (or the attaches waiting for one)",
 	.options = "  -s, --socket=PATH   the broker's socket (default: as rshare serve)\n"
 		   "  -j, --json          print the broker's JSON array of {name, owner_uid,\n"
@@ -142,7 +142,8 @@ static int run_shares(int argc, char **argv)
 	}
 	if (status) {
 		free(buf);
-		return cli_fail("listing shares", status);
+		return cli_broker_fail(waiting ? "listing waiting attaches" : "listing shares",
+				       status, 0);
 	}
 	if (json)
 		printf("%s\n", buf);

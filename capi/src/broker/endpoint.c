@@ -186,24 +186,46 @@ static int clear_stale(const char *path)
 	return RSHARE_OK;
 }
 
+static void lock_path(const char *path, char lock[RSB_PATH_MAX + 8])
+{
+	snprintf(lock, RSB_PATH_MAX + 8, "%s.lock", path);
+}
+
+/* Does fd still hold the file at lock (a stopping broker removes it)? */
+static bool same_file(int fd, const char *lock)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 static int take_lock(const char *path, int *lock_fd)
 {
 	char lock[RSB_PATH_MAX + 8];
-	int fd;
 
-	snprintf(lock, sizeof(lock), "%s.lock", path);
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
-			       "cannot open the broker lock %s", lock);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int err = errno;
+	lock_path(path, lock);
+	/* A broker stopping meanwhile removes the file it locked: a lock
+	 * taken on that removed file guards nothing, so take the new one. */
+	for (int attempt = 0; attempt < 100; attempt++) {
+		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0)
+			return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
+				       "cannot open the broker lock %s", lock);
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int err = errno;
+			close(fd);
+			return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
+				       "a live broker already serves %s (it holds %s)", path, lock);
+		}
+		if (same_file(fd, lock)) {
+			*lock_fd = fd;
+			return RSHARE_OK;
+		}
 		close(fd);
-		return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
-			       "a live broker already serves %s (it holds %s)", path, lock);
 	}
-	*lock_fd = fd;
-	return RSHARE_OK;
+	return rs_fail(RSHARE_E_BUSY, 0, "the broker lock %s keeps changing", lock);
 }
 
 /* systemd socket activation: the first passed fd, if meant for us. */
@@ -309,7 +331,15 @@ void rsb_unlisten(struct rsb_listener *l)
 		unlink(l->path);
 	if (l->fd >= 0)
 		rs_close_quietly(l->fd);
-	if (l->lock_fd >= 0)
+	if (l->lock_fd >= 0) {
+		char lock[RSB_PATH_MAX + 8];
+
+		/* Removed while still held, so that no broker takes it in
+		 * between (take_lock() checks it holds the file at the path). */
+		lock_path(l->path, lock);
+		if (same_file(l->lock_fd, lock))
+			unlink(lock);
 		rs_close_quietly(l->lock_fd);
+	}
 	l->fd = l->lock_fd = -1;
 }
