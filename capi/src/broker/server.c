@@ -491,19 +491,32 @@ static int by_wait_name(const void *a, const void *b)
 	return strcmp((*(struct conn *const *)a)->wait_name, (*(struct conn *const *)b)->wait_name);
 }
 
-/* The attaches waiting for a name, sorted by it; a connection that ended
- * (cancelled, exited) is not waiting, even before it is reaped. */
+/* The attaches waiting for a name, sorted by it. A connection that ended
+ * (cancelled, exited) is not waiting, even before this loop has seen its
+ * end: the hang-up may have come after this poll() round began, so each
+ * waiting connection is looked at now (one poll() without waiting). */
 static void do_waiting(struct rsb_server *s, struct conn *c)
 {
 	struct conn **all = malloc((s->nconns ? s->nconns : 1) * sizeof(*all));
-	size_t n = 0, len = 0, cap = 4096;
+	struct pollfd *p = malloc((s->nconns ? s->nconns : 1) * sizeof(*p));
+	size_t n = 0, live = 0, len = 0, cap = 4096;
 	uint8_t *buf = malloc(cap);
 	uint64_t now = now_ms();
-	bool ok = all && buf && put(&buf, &len, &cap, "[");
+	bool ok = all && p && buf && put(&buf, &len, &cap, "[");
 
 	for (size_t i = 0; ok && i < s->nconns; i++)
-		if (s->conns[i]->waiting && !s->conns[i]->dead)
+		if (s->conns[i]->waiting && !s->conns[i]->dead) {
+			p[n] = (struct pollfd){ .fd = s->conns[i]->fd, .events = POLLIN };
 			all[n++] = s->conns[i];
+		}
+	if (ok && n && poll(p, n, 0) < 0)
+		for (size_t i = 0; i < n; i++)
+			p[i].revents = 0; /* cannot look: list them all */
+	for (size_t i = 0; ok && i < n; i++)
+		if (!(p[i].revents & (POLLHUP | POLLERR)))
+			all[live++] = all[i];
+	n = live;
+	free(p);
 	if (ok)
 		qsort(all, n, sizeof(*all), by_wait_name);
 	for (size_t i = 0; ok && i < n; i++)
