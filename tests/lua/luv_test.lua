@@ -2,7 +2,7 @@
 -- Attach from a luv (libuv) loop (rshare.luv, rshare.attach_start): the
 -- wait runs on the loop next to a timer that keeps ticking; a publisher in
 -- another process (broker_child.lua) appears later and the attach
--- completes; a timed-out and a cancelled wait leave no fd, no uv handle
+-- completes; a timed-out and a cancelled wait leave no socket, no uv handle
 -- and no request at the broker.
 -- Usage: luv_test.lua MODULE (rshare under lua5.4, rshare.ffi under luajit)
 local T = dofile(arg[0]:gsub("[^/]*$", "") .. "testlib.lua")
@@ -22,13 +22,17 @@ local dir = assert(io.popen("d=$(mktemp -d /tmp/rshare-luv-XXXXXX) && chmod 755 
   :read("*l")
 local EP = dir .. "/b.sock"
 
--- This process's open fds (luv tells our pid).
-local function fds()
+-- This process's open sockets (luv tells our pid): an attach's fd is a
+-- socket; pipes and the loop's own fds come and go with libuv's
+-- housekeeping, so they are not counted.
+local function sockets()
   T.full_gc() -- what earlier cases dropped is closed first
-  local n, p = 0, assert(io.popen("ls /proc/" .. uv.os_getpid() .. "/fd"))
-  for _ in p:lines() do n = n + 1 end
-  p:close() -- now: a pipe left to the collector would count next time
-  return n - 1 -- the pipe to ls
+  local n, p = 0, assert(io.popen("ls -l /proc/" .. uv.os_getpid() .. "/fd"))
+  for line in p:lines() do
+    if line:find("socket:", 1, true) then n = n + 1 end
+  end
+  p:close() -- now: a pipe left to the collector would linger
+  return n
 end
 
 local function waiting() return #assert(rshare.waiting(EP)) end
@@ -47,6 +51,7 @@ local cases = {}
 
 function cases.attach_completes_next_to_a_timer()
   local ticks, got = 0, nil
+  uv.update_time() -- the loop's clock, stale since the last run, for the timers below
   local ticker = uv.new_timer()
   ticker:start(20, 20, function() ticks = ticks + 1 end)
   local w = assert(rluv.attach(uv, rshare, "luv/share", { endpoint = EP }, function(share, msg)
@@ -78,14 +83,14 @@ function cases.attach_completes_next_to_a_timer()
   end)
   run_loop() -- until the child saw our word and exited
   T.ok(got and got.attached, "attached: " .. tostring(got and got.msg))
-  T.ok(got.ticks >= 5, "the timer ticked while the attach waited (" .. tostring(got.ticks) .. ")")
+  T.ok(got.ticks >= 3, "the timer ticked while the attach waited (" .. tostring(got.ticks) .. ")")
   T.eq(got.word, "PUBL", "the publisher's word")
   T.eq(status, 0, "publisher exit status")
   T.ok(lines:find("done"), "the publisher saw our write: " .. lines)
 end
 
 function cases.timeout_leaves_nothing()
-  local before, result = fds(), nil
+  local before, result = sockets(), nil
   local t0 = uv.hrtime()
   assert(rluv.attach(uv, rshare, "luv/none", { endpoint = EP, timeout = 0.2 },
     function(share, msg, code) result = { share, msg, code } end))
@@ -95,11 +100,11 @@ function cases.timeout_leaves_nothing()
   local ms = (uv.hrtime() - t0) / 1e6
   T.ok(ms >= 190 and ms < 5000, "waited about 0.2 s: " .. ms)
   T.eq(waiting(), 0, "waiting after the timeout")
-  T.eq(fds(), before, "fds after the timeout")
+  T.eq(sockets(), before, "sockets after the timeout")
 end
 
 function cases.cancel_leaves_nothing()
-  local before, called = fds(), false
+  local before, called = sockets(), false
   local w = assert(rluv.attach(uv, rshare, "luv/never", { endpoint = EP },
     function() called = true end))
   local t = uv.new_timer()
@@ -114,7 +119,7 @@ function cases.cancel_leaves_nothing()
   T.eq(seen, 1, "waiting before the cancel")
   T.ok(not called, "a cancelled wait calls nothing")
   T.eq(waiting(), 0, "waiting after the cancel")
-  T.eq(fds(), before, "fds after the cancel")
+  T.eq(sockets(), before, "sockets after the cancel")
 end
 
 function cases.operation_by_hand()
