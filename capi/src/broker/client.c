@@ -68,8 +68,10 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait up to timeout_ms (negative: forever) for sock to be readable. */
-static int wait_readable(int sock, int64_t timeout_ms)
+/* Wait up to timeout_ms (negative: forever) for sock to be readable: 1
+ * when it is, 0 when the time passed, -1 with errno on failure (EINTR, a
+ * signal, only with intr; else signals are waited through). */
+static int poll_readable(int sock, int64_t timeout_ms, bool intr)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
 
@@ -82,12 +84,24 @@ static int wait_readable(int sock, int64_t timeout_ms)
 			left = 0;
 		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (r > 0)
-			return RSHARE_OK;
+			return 1;
 		if (r == 0 && deadline >= 0 && mono_ms() >= deadline)
-			return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
-		if (r < 0 && errno != EINTR)
-			return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
+			return 0;
+		if (r < 0 && (errno != EINTR || intr))
+			return -1;
 	}
+}
+
+/* Wait up to timeout_ms (negative: forever) for the broker's answer. */
+static int wait_readable(int sock, int64_t timeout_ms)
+{
+	int r = poll_readable(sock, timeout_ms, false);
+
+	if (r > 0)
+		return RSHARE_OK;
+	if (r == 0)
+		return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
+	return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
 }
 
 /* Receive one reply to a request of type want into rx (RX_MAX bytes). */
@@ -661,40 +675,22 @@ int rshare_attach_fd(const rshare_attach *h, int *fd)
 
 int rshare_attach_wait(rshare_attach *h, int timeout_ms, uint32_t flags)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
 	struct rs_slot *slot;
-	int status, fd;
+	int status, r;
 
 	if (flags & ~(uint32_t)RSHARE_WAIT_SIGNAL)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "unknown wait flags 0x%x", flags));
 	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
 	if (status)
 		RS_RETURN(status);
-	fd = ((struct attach_op *)slot->u.any)->fd;
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline < 0 ? -1 : deadline - mono_ms();
-		int r;
-
-		if (deadline >= 0 && left < 0)
-			left = 0;
-		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (r > 0)
-			break;
-		if (r == 0) {
-			status = rs_fail(RSHARE_E_AGAIN, ETIMEDOUT, "no answer within %d ms",
-					 timeout_ms);
-			break;
-		}
-		if (errno != EINTR) {
-			status = rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
-			break;
-		}
-		if (flags & RSHARE_WAIT_SIGNAL) {
-			status = rs_fail(RSHARE_E_AGAIN, EINTR, "interrupted by a signal");
-			break;
-		}
-	}
+	r = poll_readable(((struct attach_op *)slot->u.any)->fd, timeout_ms,
+			  flags & RSHARE_WAIT_SIGNAL);
+	if (r == 0)
+		status = rs_fail(RSHARE_E_AGAIN, ETIMEDOUT, "no answer within %d ms", timeout_ms);
+	else if (r < 0 && errno == EINTR)
+		status = rs_fail(RSHARE_E_AGAIN, EINTR, "interrupted by a signal");
+	else if (r < 0)
+		status = rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
 	rs_unpin(slot);
 	RS_RETURN(status);
 }
