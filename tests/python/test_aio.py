@@ -107,6 +107,8 @@ def test_own_timeout_is_not_found(endpoint):
         start = time.monotonic()
         with pytest.raises(rshare.NotFound, match="aio/absent"):
             await rshare.aio.attach("aio/absent", timeout=0.2, endpoint=endpoint)
+        with pytest.raises(rshare.NotFound):
+            await rshare.aio.attach("aio/absent", timeout=0, endpoint=endpoint)
         assert 0.15 < time.monotonic() - start < 3
         assert rshare.waiting(endpoint) == []
         with pytest.raises(ValueError):
@@ -144,6 +146,8 @@ def test_fifty_concurrent_attaches_complete_when_the_publisher_appears(endpoint)
         try:
             shares = await asyncio.wait_for(asyncio.gather(*tasks), 20)
             handle = int(publisher.stdout.readline().split()[1])
+            # Published: timeout=0 attaches without waiting.
+            shares.append(await rshare.aio.attach("aio/fifty", timeout=0, endpoint=endpoint))
             for share in shares:
                 with share:
                     assert share.pd.handle == handle

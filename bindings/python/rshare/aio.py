@@ -80,10 +80,16 @@ async def attach(name: str, timeout: Optional[float] = None, *,
                  endpoint: Optional[str] = None, import_objects: bool = True) -> Attached:
     """``rshare.attach`` on the running loop: the share's device and its
     objects (an ``Attached``). Waits up to ``timeout`` seconds (None: no
-    limit) for the name to be published, NotFound after that;
-    PermissionDenied if the share's policy refuses this process."""
+    limit; 0: no wait, one request the broker answers at once) for the name
+    to be published, NotFound after that; PermissionDenied if the share's
+    policy refuses this process."""
     if timeout is not None and timeout < 0:
         raise ValueError("timeout must be None or >= 0")
+    if timeout == 0:
+        # No wait for the name: one request the broker answers at once
+        # (a local round trip), as rshare.attach(name, timeout=0).
+        dev, payload = _c.broker_attach(endpoint, name, 0)
+        return Attached(name, dev, payload, import_objects)
     handle = _c.attach_start(endpoint, name)
     op: Optional[int] = handle  # None once the C operation is over
     try:
