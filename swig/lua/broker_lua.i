@@ -19,6 +19,7 @@
  *   broker_waiting(endpoint) -> st, json
  *   attach_start(endpoint, name) -> st, op
  *   attach_fd(op) -> st, fd
+ *   attach_wait(op, timeout_ms, flags) -> st   (blocks; RSHARE_E_AGAIN: not yet)
  *   attach_finish(op) -> st, dev, payload      (st RSHARE_E_AGAIN: not yet)
  *   attach_cancel(op) -> st
  */
@@ -33,6 +34,7 @@
 %native(broker_waiting) int rshare_lua_broker_waiting(lua_State *L);
 %native(attach_start) int rshare_lua_attach_start(lua_State *L);
 %native(attach_fd) int rshare_lua_attach_fd(lua_State *L);
+%native(attach_wait) int rshare_lua_attach_wait(lua_State *L);
 %native(attach_finish) int rshare_lua_attach_finish(lua_State *L);
 %native(attach_cancel) int rshare_lua_attach_cancel(lua_State *L);
 %{
@@ -219,6 +221,16 @@ static int rshare_lua_attach_fd(lua_State *L)
 	lua_pushinteger(L, st);
 	lua_pushinteger(L, fd);
 	return 2;
+}
+
+static int rshare_lua_attach_wait(lua_State *L)
+{
+	lua_Integer ms = luaL_checkinteger(L, 2);
+
+	lua_pushinteger(L, rshare_attach_wait(rshare_lua_token(L, 1),
+					      ms < 0 ? -1 : ms > INT_MAX ? INT_MAX : (int)ms,
+					      (uint32_t)luaL_checkinteger(L, 3)));
+	return 1;
 }
 
 static int rshare_lua_attach_finish(lua_State *L)

@@ -99,6 +99,8 @@ local function ffi_backend(C)
                                            size_cell))
   end
   function R.attach_cancel(h) return C.rshare_attach_cancel(token(h)) end
+  function R.attach_wait(h, ms, flags) return C.rshare_attach_wait(token(h), ms, flags) end
+  R.WAIT_SIGNAL = C.RSHARE_WAIT_SIGNAL
   R.NOT_FOUND, R.AGAIN, R.STALE = C.RSHARE_E_NOT_FOUND, C.RSHARE_E_AGAIN, C.RSHARE_E_STALE
   R.NAME_MAX, R.IDS_MAX = C.RSHARE_SHARE_NAME_MAX, C.RSHARE_SHARE_IDS_MAX
   return R
@@ -112,7 +114,8 @@ local function swig_backend(core)
     broker_attach = core.broker_attach, broker_list = core.broker_list,
     broker_waiting = core.broker_waiting, attach_start = core.attach_start,
     attach_fd = core.attach_fd, attach_finish = core.attach_finish,
-    attach_cancel = core.attach_cancel,
+    attach_cancel = core.attach_cancel, attach_wait = core.attach_wait,
+    WAIT_SIGNAL = core.RSHARE_WAIT_SIGNAL,
     NOT_FOUND = core.RSHARE_E_NOT_FOUND, AGAIN = core.RSHARE_E_AGAIN,
     STALE = core.RSHARE_E_STALE, NAME_MAX = 255, IDS_MAX = 64,
   }
@@ -380,6 +383,18 @@ function broker.extend(M)
     self.h = nil
     if st ~= 0 then return fail(st) end
     return make_attached(self.name, h, payload, self.opts)
+  end
+
+  -- Block until op:finish() has an answer, up to ms milliseconds (nil: no
+  -- limit). A signal ends the wait (the interpreter's Ctrl-C handler then
+  -- interrupts the script). True when ready; nil, msg, "RSHARE_E_AGAIN"
+  -- when the time passed or a signal came (op stays pending).
+  function Attach:wait(ms)
+    if ms ~= nil then util.check_int(ms, "wait", 1, 0) end
+    if self.h == nil then return nil, "rshare: attach operation already over", "RSHARE_E_STALE" end
+    local st = R.attach_wait(self.h, ms or -1, R.WAIT_SIGNAL)
+    if st ~= 0 then return fail(st) end
+    return true
   end
 
   -- Give up: true; idempotent.
