@@ -288,13 +288,14 @@ struct sender {
 	int sock;
 	rshare_device *dev;
 	unsigned char *payload;
+	int status; /* checked by the main thread after the join */
 };
 
 static void *send_big(void *arg)
 {
 	struct sender *s = arg;
 
-	CHECK_OK(rshare_channel_send(s->sock, s->dev, s->payload, RSHARE_PAYLOAD_MAX));
+	s->status = rshare_channel_send(s->sock, s->dev, s->payload, RSHARE_PAYLOAD_MAX);
 	return NULL;
 }
 
@@ -322,7 +323,7 @@ static void test_channel_nonblocking(void)
 			REQUIRE(setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) == 0);
 			REQUIRE(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &rcv, sizeof(rcv)) == 0);
 		}
-		s = (struct sender){ sv[0], dev, big };
+		s = (struct sender){ sv[0], dev, big, -1 };
 		REQUIRE(pthread_create(&th, NULL, send_big, &s) == 0);
 		for (;;) {
 			struct pollfd pf = { sv[1], POLLIN, 0 };
@@ -337,6 +338,7 @@ static void test_channel_nonblocking(void)
 		if (st == RSHARE_OK)
 			CHECK_OK(rshare_device_close(in));
 		pthread_join(th, NULL);
+		CHECK_OK(s.status);
 		close(sv[0]);
 		close(sv[1]);
 	}
