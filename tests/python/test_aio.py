@@ -61,9 +61,9 @@ def test_wait_for_times_out_and_the_program_exits_at_once(endpoint):
                     await asyncio.wait_for(rshare.aio.attach("aio/never", timeout=None,
                                                              endpoint=ep), 0.3)
                 except TimeoutError:
-                    print("TimeoutError after", round(time.monotonic() - t0, 1))
+                    print("TimeoutError", 0.29 <= time.monotonic() - t0 < 2)
             ''', endpoint)
-    assert "TimeoutError after 0.3" in lines, lines
+    assert "TimeoutError True" in lines, lines  # after 0.3 s, not much later
     assert_left_nothing(lines)
     assert took < 5, took  # interpreter start-up included: no wait at shutdown
 
