@@ -51,6 +51,9 @@ if ! lintian --allow-root --fail-on error,warning "$tmp/rshare_${version}_${arch
 	>"$tmp/lintian.log" 2>&1; then
 	cat "$tmp/lintian.log" >&2
 	fail "lintian reports errors or warnings"
+else
+	echo "debian: lintian: $(grep -c . "$tmp/lintian.log") lines of output, no error or warning"
+	cat "$tmp/lintian.log"
 fi
 for overrides in "$tmp"/src/debian/*lintian-overrides "$tmp"/src/debian/source/lintian-overrides; do
 	[ -f "$overrides" ] || continue
