@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Write debian/librshare1.symbols (Debian's list of the library's exports)
 # from a built librshare.so.1, with dpkg-gensymbols: every exported symbol
-# at the version of its node in abi/rshare.map (name@RSHARE_1.1 -> 1.1), so
-# a program using a 1.1 function depends on librshare1 (>= 1.1).
+# at its version node, with that node's version as the package version it
+# needs (name@RSHARE_1.1 -> 1.1), so a program using a 1.1 function depends
+# on librshare1 (>= 1.1). A node newer than the package (debian/changelog:
+# RSHARE_1.2 symbols in a 1.1.0 tree) gets the package's version instead,
+# the first package that has it: librshare1 (>= 1.2) could not be met.
 #
 #   packaging/update_symbols.sh [LIBRARY [OUTPUT]]
 #
@@ -24,8 +27,13 @@ if ! grep -q '@RSHARE_' "$tmp"; then
 	echo "update_symbols: no versioned symbols in $lib" >&2
 	exit 1
 fi
+package=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
+package=${package%-*}
 {
 	echo "librshare.so.1 librshare1 #MINVER#"
 	echo "* Build-Depends-Package: librshare-dev"
-	sed -n 's/^ \([^ @]*@RSHARE_\([0-9.]*\)\) .*/ \1 \2/p' "$tmp"
+	sed -n 's/^ \([^ @]*@RSHARE_\([0-9.]*\)\) .*/\1 \2/p' "$tmp" | while read -r symbol node; do
+		if dpkg --compare-versions "$node" gt "$package"; then node=$package; fi
+		echo " $symbol $node"
+	done
 } >"$out"
