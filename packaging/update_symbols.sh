@@ -21,8 +21,10 @@ lib=$(realpath "${1:-$src/build/lib/librshare.so.1}")
 out=${2:-$src/debian/librshare1.symbols}
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-# dpkg-gensymbols reads debian/control: run it in the source tree.
-(cd "$src" && dpkg-gensymbols -q -plibrshare1 -v0 -e"$lib" -O"$tmp")
+# dpkg-gensymbols reads debian/control: run it in the source tree. -c0 (and
+# no DPKG_GENSYMBOLS_CHECK_LEVEL, which would override it): this
+# writes the file (the package build exports DPKG_GENSYMBOLS_CHECK_LEVEL=4).
+(cd "$src" && env -u DPKG_GENSYMBOLS_CHECK_LEVEL dpkg-gensymbols -q -c0 -plibrshare1 -v0 -e"$lib" -O"$tmp")
 if ! grep -q '@RSHARE_' "$tmp"; then
 	echo "update_symbols: no versioned symbols in $lib" >&2
 	exit 1

@@ -31,7 +31,9 @@ git clone -q "$src" "$tmp/src"
 start=$(date +%s)
 if ! (cd "$tmp/src" && dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; then
 	tail -60 "$tmp/build.log" >&2
-	echo "FAIL: dpkg-buildpackage (DEB_BUILD_OPTIONS='${DEB_BUILD_OPTIONS:-}')" >&2
+	cp "$tmp/build.log" /tmp/rshare-debian-build.log
+	echo "FAIL: dpkg-buildpackage (DEB_BUILD_OPTIONS='${DEB_BUILD_OPTIONS:-}'):" \
+		"the whole log is in /tmp/rshare-debian-build.log" >&2
 	exit 1
 fi
 echo "debian: dpkg-buildpackage -us -uc -b took $(($(date +%s) - start)) s" \
