@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The Debian packages, as a distribution builds them and a user gets them:
 #   1. `dpkg-buildpackage -us -uc -b` in a clean clone of the repository
-#      (its committed HEAD), timed;
+#      (its committed HEAD), timed; with nocheck (BUILD_TESTING=OFF) no
+#      test program is built;
 #   2. the five packages are there, and lintian on the result reports no
 #      error and no warning (an override in debian/*.lintian-overrides must
 #      say why, on the comment line above it);
@@ -21,6 +22,9 @@ set -eu
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 tmp=$(mktemp -d /tmp/rshare-debian.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# The broker tests under dh_auto_test run the build's programs as another
+# uid, which needs to reach them (mktemp -d makes the directory 0700).
+chmod 755 "$tmp"
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH PYTHONPATH LUA_PATH LUA_CPATH \
 	LUA_PATH_5_4 LUA_CPATH_5_4
 failed=0
@@ -38,6 +42,15 @@ if ! (cd "$tmp/src" && dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1; the
 fi
 echo "debian: dpkg-buildpackage -us -uc -b took $(($(date +%s) - start)) s" \
 	"(DEB_BUILD_OPTIONS='${DEB_BUILD_OPTIONS:-}')"
+
+# nocheck configures with BUILD_TESTING=OFF: no test program is built, no
+# test registered; only the two programs of the project are.
+case " ${DEB_BUILD_OPTIONS:-} " in *" nocheck "*)
+	obj=$(echo "$tmp"/src/obj-*)
+	built=$(ls "$obj/bin" | tr '\n' ' ')
+	[ "$built" = "rshare rshare-bench " ] || fail "BUILD_TESTING=OFF built: $built"
+	(cd "$obj" && ctest -N) | grep -q '^Total Tests: 0$' || fail "BUILD_TESTING=OFF registered tests"
+esac
 
 # 2. The packages and lintian.
 version=$(cd "$tmp/src" && dpkg-parsechangelog -S Version)
