@@ -231,6 +231,8 @@ static PyObject *broker_attach(PyObject *self, PyObject *args)
 	return res;
 }
 
+#define RS_LIST_TRIES 8
+
 /* A JSON text from the broker: rshare_broker_list() or _waiting(). */
 static PyObject *broker_json(PyObject *args, const char *format,
 			     int (*call)(const char *, char *, size_t, size_t *))
@@ -243,7 +245,9 @@ static PyObject *broker_json(PyObject *args, const char *format,
 
 	if (!PyArg_ParseTuple(args, format, &endpoint))
 		return NULL;
-	for (;;) {
+	/* The list may grow between two calls: a few more tries, not an
+	 * endless loop against a broker that always says NOSPACE. */
+	for (int tries = 0;; tries++) {
 		char *bigger = realloc(buf, cap);
 		if (!bigger) {
 			free(buf);
@@ -253,8 +257,12 @@ static PyObject *broker_json(PyObject *args, const char *format,
 		Py_BEGIN_ALLOW_THREADS
 		st = call(endpoint, buf, cap, &len);
 		Py_END_ALLOW_THREADS
-		if (st != RSHARE_E_NOSPACE)
+		if (st != RSHARE_E_NOSPACE || tries == RS_LIST_TRIES - 1)
 			break;
+		if (PyErr_CheckSignals() < 0) { /* Ctrl-C between tries */
+			free(buf);
+			return NULL;
+		}
 		cap = len + 4096; /* it may grow before the next call */
 	}
 	res = st ? rs_py_raise(st) : PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");
