@@ -22,7 +22,8 @@
 	X(RSHARE_E_NOT_FOUND, "object not found")                                \
 	X(RSHARE_E_PERM, "permission denied")                                    \
 	X(RSHARE_E_IO, "system call failed")                                     \
-	X(RSHARE_E_PROTOCOL, "malformed channel message")
+	X(RSHARE_E_PROTOCOL, "malformed channel message")                      \
+	X(RSHARE_E_AGAIN, "would block: nothing consumed, try again when readable")
 
 const char *rs_status_name(int status);
 const char *rs_status_text(int status);
