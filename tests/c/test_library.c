@@ -44,6 +44,11 @@ int main(void)
 	CHECK(strcmp(rshare_status_name(-16), "RSHARE_E_UNKNOWN") == 0);
 	CHECK(strcmp(rshare_status_name(-2147483647 - 1), "RSHARE_E_UNKNOWN") == 0);
 	CHECK(strlen(rshare_strerror(12345)) > 0);
+	/* The texts are the header's enum comments (capi/status_list.cmake);
+	 * RSHARE_E_PROTOCOL is the broker's too, not only the channel's. */
+	CHECK(strcmp(rshare_strerror(RSHARE_E_PROTOCOL),
+		     "malformed message from a channel or broker peer") == 0);
+	CHECK(strcmp(rshare_strerror(RSHARE_E_PERM), "permission denied") == 0);
 	/* Each text is distinct: no copy-paste in the table. */
 	for (int a = 0; a >= -15; a--)
 		for (int b = a - 1; b >= -15; b--)

@@ -116,7 +116,7 @@ class SystemCallError(Error, OSError):
 
 
 class ProtocolError(Error):
-    """RSHARE_E_PROTOCOL: a channel message that rshare did not send."""
+    """RSHARE_E_PROTOCOL: a channel or broker message that rshare did not send."""
 
 
 # The C names this module knows a class for. Statuses the C library has and
