@@ -146,7 +146,7 @@ static size_t mr_dm_blob(rshare_device *dev, rshare_pd *pd, const unsigned char 
 	return craft(pd_blob, kind, b);
 }
 
-int main(void)
+static void case_layout_and_refusals(void)
 {
 	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX], b[RSHARE_BLOB_MAX];
 	char json[512];
@@ -227,5 +227,10 @@ int main(void)
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_blob ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

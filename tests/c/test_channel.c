@@ -203,7 +203,7 @@ static void out_of_fds(int type, rshare_device *dev, const unsigned char *blob, 
 	close(sv[1]);
 }
 
-int main(void)
+static void case_messages(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
 	rshare_device *dev, *got;
@@ -243,5 +243,10 @@ int main(void)
 	}
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_channel ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

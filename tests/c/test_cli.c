@@ -115,7 +115,7 @@ static void check_conventions(void)
 	CHECK(!strcmp(json_of("m\xc3\xa9"), "\"m\xc3\xa9\""));
 }
 
-int main(void)
+static void case_commands(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	char text[RSHARE_TEXT_MAX], path[] = "/tmp/rshare-cli-XXXXXX";
@@ -233,5 +233,10 @@ int main(void)
 
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_cli ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

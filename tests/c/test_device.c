@@ -7,7 +7,7 @@
 
 #include "harness.h"
 
-int main(void)
+static void case_devices(void)
 {
 	char name[RSHARE_NAME_MAX];
 	unsigned char blob[RSHARE_BLOB_MAX];
@@ -121,5 +121,10 @@ int main(void)
 	CHECK_OK(rshare_device_close(dev));
 	CHECK_ST(rshare_device_close(dev), RSHARE_E_STALE);
 	CHECK(fcntl(fd, F_GETFD) < 0); /* the device's fd went with it */
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_device ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

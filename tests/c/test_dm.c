@@ -38,7 +38,7 @@ static int child(int sock)
 	return 0;
 }
 
-int main(void)
+static void case_device_memory(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
 	rshare_device *dev;
@@ -56,7 +56,7 @@ int main(void)
 		CHECK_OK(rshare_device_close(dev)); /* nothing was left behind */
 		printf("SKIPPED: sim0 lacks RSHARE_CAP_DM (%d checks of the refusal passed)\n",
 		       t_pass);
-		return t_fail ? 1 : 77;
+		exit(t_fail ? 1 : 77);
 	}
 	CHECK_ST(rshare_dm_alloc(dev, 0, &dm), RSHARE_E_INVAL);
 	CHECK_ST(rshare_dm_alloc(dev, LEN, NULL), RSHARE_E_INVAL);
@@ -117,5 +117,10 @@ int main(void)
 	CHECK_ST(rshare_dm_free(dm), RSHARE_E_STALE);
 	CHECK_ST(rshare_dm_import(dev, blob, len, &imp), RSHARE_E_NOT_FOUND);
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_dm ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -52,7 +52,7 @@ static void check_import_names(int fd, const char *cause)
 	CHECK_MSG(cause);
 }
 
-int main(void)
+static void case_import_messages(void)
 {
 	rshare_device *dev, *got = NULL;
 	unsigned char hdr[128];
@@ -145,5 +145,10 @@ int main(void)
 	close(p[0]);
 	close(p[1]);
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_import_messages ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -13,7 +13,7 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void case_library(void)
 {
 	static const struct { int code; const char *name; } frozen[] = {
 		{ 0, "RSHARE_OK" }, { -1, "RSHARE_E_INVAL" }, { -2, "RSHARE_E_NOMEM" },
@@ -74,5 +74,10 @@ int main(void)
 
 	pthread_create(&th, NULL, other_thread, NULL);
 	pthread_join(th, NULL);
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_library ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

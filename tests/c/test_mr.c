@@ -95,7 +95,7 @@ static void cross_process(rshare_device *dev, rshare_pd *pd, rshare_mr *mr,
 	CHECK_OK(rshare_pd_free(pd));
 }
 
-int main(void)
+static void case_memory_regions(void)
 {
 	unsigned char mr_blob[RSHARE_BLOB_MAX], pd_blob[RSHARE_BLOB_MAX];
 	unsigned char *mem = malloc(4096), other_mem[64];
@@ -119,7 +119,7 @@ int main(void)
 		free(mem);
 		printf("SKIPPED: sim0 lacks RSHARE_CAP_MR (%d checks of the refusal passed)\n",
 		       t_pass);
-		return t_fail ? 1 : 77;
+		exit(t_fail ? 1 : 77);
 	}
 
 	/* Argument checks, before any provider call. */
@@ -191,5 +191,10 @@ int main(void)
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
 	free(mem);
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_mr ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -119,7 +119,7 @@ static void free_all(rshare_var **vars, int n)
 		CHECK_OK(rshare_var_free(vars[n]));
 }
 
-int main(int argc, char **argv)
+static void case_var_page_aliasing(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	rshare_var *vars[SIM_VAR_PAGES], *v1, *imp;
@@ -130,8 +130,6 @@ int main(int argc, char **argv)
 	pid_t b;
 	void *a;
 
-	if (argc == 3 && !strcmp(argv[1], "peer"))
-		return peer_b(atoi(argv[2]));
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 
 	/* 1. Another process keeps the old mapping. */
@@ -244,5 +242,16 @@ int main(int argc, char **argv)
 	free_all(vars, n);
 
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+}
+
+#define T_PROGRAM_test_sim_alias ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "peer"))
+		return peer_b(atoi(argv[2]));
+	return T_RUN(NULL, NULL, argc, argv);
 }

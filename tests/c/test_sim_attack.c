@@ -60,7 +60,7 @@ static void *first_lock(void *arg)
 	return (void *)(intptr_t)s;
 }
 
-static void first_locks(void)
+static void case_first_locks(void)
 {
 	rshare_device *dev[THREADS];
 	pthread_t th[THREADS];
@@ -103,7 +103,7 @@ static void pin_to(int cpu)
 }
 
 /* 2. The peer writes a new dead holder into the word without pause. */
-static void lock_churn(void)
+static void case_lock_churn(void)
 {
 	cpu_set_t cpus;
 	rshare_device *dev;
@@ -195,7 +195,7 @@ static int starved_child(int fd, const unsigned char *blob, size_t len, uint32_t
 	return page_of(v2) == p1 ? 1 : 0;
 }
 
-static void starved_fork(void)
+static void case_starved_fork(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	rshare_device *dev;
@@ -254,7 +254,7 @@ static void starved_fork(void)
 }
 
 /* 4. A holder that died with the lock, still a zombie: taken over. */
-static void unreaped_holder(void)
+static void case_unreaped_holder(void)
 {
 	rshare_device *dev;
 	rshare_pd *pd;
@@ -286,7 +286,7 @@ static void *wait_forever(void *arg)
 }
 
 /* ... but a holder whose main thread left (pthread_exit) is alive. */
-static void leaderless_holder(void)
+static void case_leaderless_holder(void)
 {
 	rshare_device *dev;
 	rshare_pd *pd;
@@ -359,7 +359,7 @@ static int tag_check(void)
 	return sim_start_tag(getpid()) == (uint32_t)when ? 0 : 2;
 }
 
-static void start_tag_bits(void)
+static void case_start_tag_bits(void)
 {
 	int result = 1;
 
@@ -378,15 +378,15 @@ static void start_tag_bits(void)
 	CHECK(result == 0);
 }
 
-int main(void)
+/* Before any lock: read once per process. first_locks runs first: nobody
+ * has locked in this process yet. */
+static void setup(void)
 {
-	/* Before any lock: read once per process. */
 	setenv("RSHARE_SIM_LOCK_MS", "200", 1);
-	first_locks(); /* first: nobody has locked in this process yet */
-	lock_churn();
-	starved_fork();
-	unreaped_holder();
-	leaderless_holder();
-	start_tag_bits();
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_attack ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, NULL)

@@ -55,7 +55,7 @@ static void half_freed_pd(struct sim_table *t)
 	t->objs[victim_handle].type = SIM_FREE;
 }
 
-int main(void)
+static void case_robust_lock(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], vblob[RSHARE_BLOB_MAX];
 	rshare_device *dev, *imp;
@@ -257,5 +257,10 @@ int main(void)
 
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_robust ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

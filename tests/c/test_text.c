@@ -2,7 +2,7 @@
 /* The text form: round trips, the NOSPACE convention and bad text. */
 #include "harness.h"
 
-int main(void)
+static void case_text_form(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX], back[RSHARE_BLOB_MAX];
 	char text[RSHARE_TEXT_MAX], bad[RSHARE_TEXT_MAX + 300];
@@ -78,5 +78,10 @@ int main(void)
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_text ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -78,7 +78,7 @@ static void *churner(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void case_threads(void)
 {
 	pthread_t th[NTHREADS];
 	rshare_pd *pd;
@@ -142,5 +142,10 @@ int main(void)
 
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_threads ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

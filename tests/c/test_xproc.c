@@ -132,7 +132,7 @@ static void make_payload(char *out, size_t cap, rshare_pd *pd, rshare_var *var, 
 
 #define NCHILD 3
 
-int main(int argc, char **argv)
+static void case_processes(void)
 {
 	char payload[512];
 	unsigned char blob[RSHARE_BLOB_MAX];
@@ -146,8 +146,6 @@ int main(int argc, char **argv)
 	int socks[NCHILD], fd;
 	size_t len;
 
-	if (argc == 3 && !strcmp(argv[1], "child"))
-		return child(atoi(argv[2]));
 
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
@@ -223,5 +221,16 @@ int main(int argc, char **argv)
 	CHECK_OK(rshare_pd_unimport(pd));
 
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+}
+
+#define T_PROGRAM_test_xproc ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "child"))
+		return child(atoi(argv[2]));
+	return T_RUN(NULL, NULL, argc, argv);
 }
