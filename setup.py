@@ -2,7 +2,7 @@
 """Build the compiled module rshare._rshare for pip (metadata: pyproject.toml).
 
 The module is SWIG's wrapper of swig/rshare.i plus the hand-written C in
-swig/python/, linked against librshare.so.1:
+bindings/python/ext/, linked against librshare.so.1:
   - RSHARE_LIBDIR=<dir>: the library in <dir> (e.g. a CMake build tree's
     build/lib), which the module then finds through its RUNPATH;
   - otherwise `pkg-config rshare` if it knows the library, else the system
@@ -27,7 +27,7 @@ HEADER = os.path.join("capi", "include", "rshare", "rshare.h")
 SWIG_INTERFACE = os.path.join("swig", "rshare.i")
 # Every hand-written C file of the module (the CMake build lists the same).
 C_SOURCES = sorted(os.path.relpath(p, ROOT)
-                   for p in glob.glob(os.path.join(ROOT, "swig", "python", "*.c")))
+                   for p in glob.glob(os.path.join(ROOT, "bindings", "python", "ext", "*.c")))
 BUILD_BASE = os.environ.get("RSHARE_PY_BUILD_BASE", "build-python")
 
 
@@ -84,11 +84,11 @@ setup(
     ext_modules=[Extension(
         "rshare._rshare",
         sources=[SWIG_INTERFACE, *C_SOURCES],
-        include_dirs=[os.path.join("capi", "include"), "swig"],
+        include_dirs=[os.path.join("capi", "include"), os.path.join("bindings", "python", "ext")],
         library_dirs=LIBDIRS,
         libraries=["rshare"],
         runtime_library_dirs=[d for d in LIBDIRS if d not in SYSTEM_DIRS],
-        depends=[HEADER, os.path.join("swig", "python", "pymodule.h"),
+        depends=[HEADER, os.path.join("bindings", "python", "ext", "pymodule.h"),
                  os.path.join("swig", "python", "rshare_python.i")],
     )],
     cmdclass={"build_ext": BuildExt},
