@@ -58,7 +58,7 @@ static const char *json_of(const char *s)
 }
 
 /* The conventions every subcommand follows (getopt_long). */
-static void check_conventions(void)
+static void case_conventions(void)
 {
 	static const char *const cmds[] = { "devices", "demo",   "inspect", "version",
 					    "serve",   "shares", "publish", "attach" };
@@ -115,16 +115,15 @@ static void check_conventions(void)
 	CHECK(!strcmp(json_of("m\xc3\xa9"), "\"m\xc3\xa9\""));
 }
 
-static void case_commands(void)
+static void setup(void)
 {
-	unsigned char blob[RSHARE_BLOB_MAX];
-	char text[RSHARE_TEXT_MAX], path[] = "/tmp/rshare-cli-XXXXXX";
-	rshare_device *dev;
-	rshare_pd *pd;
-	size_t len, tlen, n;
-	int fd;
-
 	REQUIRE(getenv("RSHARE_CLI") != NULL);
+}
+
+/* devices: the list, as text and JSON; without sim0, nothing. */
+static void case_devices(void)
+{
+	size_t n;
 
 	CHECK(run("%s devices 2>&1", CLI) == 0);
 	CHECK(strstr(out, "sim0") && strstr(out, " sim ") && strstr(out, "CAPS"));
@@ -140,8 +139,11 @@ static void case_commands(void)
 		CHECK(run("RSHARE_SIM=0 %s demo 2>&1", CLI) == 1);
 		CHECK(strstr(out, "RSHARE_E_NODEV") != NULL);
 	}
+}
 
-	/* The demo: four workers, every check passed, the late import. */
+/* The demo: four workers, every check passed, the late import. */
+static void case_demo(void)
+{
 	CHECK(run("%s demo --workers 4 2>&1", CLI) == 0);
 	CHECK(count(out, "): imported PD 0 and VAR page 0, wrote slot") == 4);
 	CHECK(strstr(out, "checked: every worker's write is in the shared VAR page") != NULL);
@@ -167,8 +169,18 @@ static void case_commands(void)
 	CHECK(run("%s demo --device no-such-device 2>&1", CLI) == 1);
 	CHECK(strstr(out, "RSHARE_E_NODEV") && strstr(out, "no-such-device"));
 	CHECK(run("%s demo --workers 0 2>&1", CLI) == 2);
+}
 
-	/* inspect: text form, binary file, stdin, and bad input. */
+/* inspect: text form, binary file, stdin, and bad input. */
+static void case_inspect(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char text[RSHARE_TEXT_MAX], path[] = "/tmp/rshare-cli-XXXXXX";
+	rshare_device *dev;
+	rshare_pd *pd;
+	size_t len, tlen;
+	int fd;
+
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	len = export_pd(pd, blob);
@@ -216,27 +228,30 @@ static void case_commands(void)
 		CHECK(run("printf '\\n  %s  \\n\\n' | %s inspect - 2>&1", text, CLI) == 0);
 		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
 	}
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
 
-	/* The benchmark is its own program (rshare-bench), not a subcommand. */
+/* The benchmark is its own program (rshare-bench), not a subcommand. */
+static void case_bench_not_a_command(void)
+{
 	CHECK(run("%s bench 2>&1", CLI) == 2);
 	CHECK(strstr(out, "unknown command") != NULL);
+}
 
-	check_conventions();
-
-	/* Usage errors. */
+/* Usage errors. */
+static void case_usage_errors(void)
+{
 	CHECK(run("%s 2>&1", CLI) == 2);
 	CHECK(run("%s frobnicate 2>&1", CLI) == 2);
 	CHECK(strstr(out, "unknown command") != NULL);
 	CHECK(run("%s --help 2>&1", CLI) == 0);
 	CHECK(run("%s version 2>&1", CLI) == 0);
 	CHECK(strstr(out, "rshare 1.1.0") != NULL);
-
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
 }
 
 #define T_PROGRAM_test_cli ~, 1
 static const struct t_case t_cases[] = {
 #include "c_cases.def"
 };
-T_MAIN(NULL, NULL)
+T_MAIN(setup, NULL)
