@@ -41,39 +41,75 @@ static void alloc_free(rshare_device *dev, int want)
 		CHECK_OK(rshare_pd_free(pd));
 }
 
-/* A child that lives until killed; its pid is a live process's. */
-static pid_t sleeper(void)
+/* A child that lives until killed, holding the liveness byte of the
+ * holder value it writes to *value (shared memory). */
+static pid_t sleeper(int fd, uint64_t *value)
 {
-	pid_t pid = fork();
+	pid_t pid;
 
+	*value = 0;
+	pid = fork();
 	REQUIRE(pid >= 0);
-	if (pid == 0)
+	if (pid == 0) {
+		__atomic_store_n(value, peer_lock_value(fd), __ATOMIC_RELEASE);
 		for (;;)
 			pause();
+	}
+	while (!__atomic_load_n(value, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	return pid;
+}
+
+/* The library's own holder value for the table in fd (after a lock, with
+ * no other process on the table): its liveness byte's offset, as
+ * /proc/locks lists it. */
+static uint64_t own_value(int fd)
+{
+	unsigned long long start, ino;
+	char line[256];
+	struct stat st;
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/locks", "r");
+
+	REQUIRE(f != NULL && fstat(fd, &st) == 0);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: OFDLCK %*s READ %*d %*x:%*x:%llu %llu", &ino, &start) == 2 &&
+		    ino == (unsigned long long)st.st_ino && start >= SIM_LIVE_BASE)
+			v = start - SIM_LIVE_BASE;
+	fclose(f);
+	return v;
 }
 
 static rshare_device *fx_dev; /* sim0 and its table, mapped as a peer would */
 static struct sim_table *fx_t;
 static size_t fx_map_len;
+static int fx_fd;
 
 static void case_poisoned_words(void)
 {
 	rshare_device *dev = fx_dev;
 	struct sim_table *t = fx_t;
+	int fd = fx_fd;
 
-	uint64_t mine = peer_lock_value();
-	pid_t live = sleeper();
-	uint64_t live_tag = (uint64_t)sim_start_tag(live) << 32;
+	uint64_t *live_value = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				    -1, 0);
+	uint64_t mine, live_v;
+	pid_t live;
+
+	alloc_free(dev, RSHARE_OK); /* the library has its value now */
+	mine = own_value(fd);
+	REQUIRE(live_value != MAP_FAILED && mine != 0);
+	live = sleeper(fd, live_value);
+	live_v = *live_value;
 	const uint64_t taken_over[] = {
 		~0ull,                                   /* -1 */
-		0xdeadbeef00000000ull,                   /* tag without pid */
-		0x12345678ull << 32 | 4194305u,          /* past PID_MAX_LIMIT */
+		0xdeadbeef00000000ull,                   /* 0 in the futex half */
+		0x12345678ull << 32 | 4194305u,          /* a pid-like value */
 		0x80000001ull,                           /* a negative pid */
-		(uint64_t)(uint32_t)getpid(),            /* our pid, no tag */
+		(uint64_t)(uint32_t)getpid(),            /* our pid */
 		mine,                                    /* our own exact value */
-		(live_tag ^ (1ull << 40)) | (uint32_t)live, /* live pid, other life */
-		0x7ull << 32 | 3999999u,                 /* no such process */
+		live_v ^ (1ull << 40),                   /* near a live value */
+		(uint64_t)(uint32_t)live,                /* a live process's pid */
 		(uint64_t)(uintptr_t)&mine,              /* a pointer */
 	};
 
@@ -82,12 +118,13 @@ static void case_poisoned_words(void)
 		t->s.waiters = (uint32_t)i * 0x10001u;
 		alloc_free(dev, RSHARE_OK);
 	}
-	/* A live process of the right start time really holds it: BUSY. */
-	t->s.lock = live_tag | (uint32_t)live;
+	/* A live process (its liveness byte held) really holds it: BUSY. */
+	t->s.lock = live_v;
 	alloc_free(dev, RSHARE_E_BUSY);
 	kill_peer(live);
 	alloc_free(dev, RSHARE_OK); /* ... until it dies */
 	t->s.waiters = 0;
+	munmap(live_value, 8);
 }
 
 /* Hammer the lock area with values while the victim works. */
@@ -235,12 +272,10 @@ static void case_poisoned_over_channel(void)
 
 static void setup(void)
 {
-	int fd;
-
 	setenv("RSHARE_SIM_LOCK_MS", "200", 1);
 	REQUIRE_OK(rshare_device_open("sim0", &fx_dev));
-	REQUIRE_OK(rshare_device_fd(fx_dev, &fd));
-	fx_t = peer_map(fd, &fx_map_len);
+	REQUIRE_OK(rshare_device_fd(fx_dev, &fx_fd));
+	fx_t = peer_map(fx_fd, &fx_map_len);
 }
 
 static void teardown(void)
@@ -252,11 +287,9 @@ static void teardown(void)
 /* Work goes on while a peer hammers the lock... */
 static void case_lock_hammered(void)
 {
-	int fd, bad = 0;
-	pid_t peer;
+	int bad = 0;
+	pid_t peer = hammer_lock(fx_fd, getpid());
 
-	REQUIRE_OK(rshare_device_fd(fx_dev, &fd));
-	peer = hammer_lock(fd, getpid());
 	work(fx_dev, 3000, &bad);
 	kill_peer(peer);
 	CHECK(bad == 0);
@@ -265,11 +298,9 @@ static void case_lock_hammered(void)
 /* ... and while one flips bits of the table. */
 static void case_bits_flipped(void)
 {
-	int fd, bad = 0;
-	pid_t peer;
+	int bad = 0;
+	pid_t peer = flipper(fx_fd);
 
-	REQUIRE_OK(rshare_device_fd(fx_dev, &fd));
-	peer = flipper(fd);
 	work(fx_dev, 3000, &bad);
 	kill_peer(peer);
 	CHECK(bad == 0);

@@ -186,5 +186,9 @@ int rs_unsupported(const struct rs_ctx *ctx, const char *what);
  * the library's private duplicate), or, when user_fd is -1, "the device fd
  * received" (a fd the caller never saw). */
 int rs_device_adopt(int fd, int user_fd, void **out_handle);
+/* rs_device_adopt() of an fd another process sent: only a kind a device
+ * can be (rs_fd_may_be_device) reaches a provider, which may talk to the
+ * file; anything else is closed off this thread (RSHARE_E_NODEV). */
+int rs_device_adopt_received(int fd, void **out_handle);
 
 #endif
