@@ -22,7 +22,8 @@ PACKAGES="build-essential cmake pkg-config man-db
   lua5.4 liblua5.4-dev luajit luarocks lua5.1 zip git
   dpkg-dev debhelper dh-python lintian
   abigail-tools clang libclang-rt-14-dev
-  python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client"
+  python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client
+  lua-luv"
 
 install_missing() {
 	missing=""

@@ -70,8 +70,8 @@ for c in $components; do
 	lib) want='/librshare\.so\.1' ; never='include/|bin/|\.pc$|python|lua|librshare\.so$' ;;
 	dev) want='include/rshare/rshare\.h|/librshare\.so$|/librshare\.a$|/rshare\.pc$|rshareConfig\.cmake$|man3/rshare_pd_import\.3'
 	     never='bin/|librshare\.so\.1|python|lua|man1/' ;;
-	bin) want='bin/rshare$|bash-completion/completions/rshare$|man1/rshare\.1'
-	     never='include/|lib/|man3/' ;;
+	bin) want='bin/rshare$|bash-completion/completions/rshare$|man1/rshare\.1|lib/systemd/system/rshare\.socket$|lib/systemd/user/rshare\.service$'
+	     never='include/|\.so(\.|$)|\.pc$|/cmake/|python|lua|man3/' ;;
 	python) want='/rshare/__init__\.py$' ; never='include/|bin/|lua|librshare' ;;
 	lua) want='lua/5\.4/rshare\.lua$|lua/5\.4/rshare/core\.so$|lua/5\.1/rshare/libpath\.lua$' ; never='include/|bin/|python|librshare' ;;
 	esac

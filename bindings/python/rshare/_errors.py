@@ -10,7 +10,8 @@ the message.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, Type
+import warnings
+from typing import Callable, Dict, List, Optional, Tuple, Type
 
 from . import _rshare as _c
 
@@ -18,7 +19,7 @@ __all__ = [
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
-    "SystemCallError", "ProtocolError", "error_class",
+    "SystemCallError", "ProtocolError", "WouldBlock", "error_class",
 ]
 
 
@@ -119,6 +120,13 @@ class ProtocolError(Error):
     """RSHARE_E_PROTOCOL: a channel or broker message that rshare did not send."""
 
 
+class WouldBlock(Error, BlockingIOError):
+    """RSHARE_E_AGAIN: nothing to receive yet on a non-blocking socket (nothing
+    was consumed); wait for readability and call again (since 1.2). The
+    Python calls that can meet it (rshare.recv with timeout 0, rshare.aio)
+    handle it themselves."""
+
+
 # The C names this module knows a class for. Statuses the C library has and
 # this table lacks still get a class (built below), so nothing is lost.
 _BY_NAME: Dict[str, Type[Error]] = {
@@ -137,6 +145,7 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "RSHARE_E_PERM": PermissionDenied,
     "RSHARE_E_IO": SystemCallError,
     "RSHARE_E_PROTOCOL": ProtocolError,
+    "RSHARE_E_AGAIN": WouldBlock,
 }
 
 _UNKNOWN = "RSHARE_E_UNKNOWN"
@@ -168,3 +177,20 @@ def error_class(code: int) -> Type[Error]:
 
 
 _bind_to_c()
+
+
+def _exit_cleanup(cleanup: Callable[[], None], exc: Optional[BaseException]) -> None:
+    """Run a with block's cleanup. With the user's exception in flight, a
+    cleanup failure must not replace it: it is added to it as a note (shown
+    with its traceback; a RuntimeWarning before Python 3.11)."""
+    try:
+        cleanup()
+    except Exception as failure:
+        if exc is None:
+            raise
+        note = (f"rshare: leaving the with block, the cleanup failed: "
+                f"{type(failure).__name__}: {failure}")
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:
+            warnings.warn(note, RuntimeWarning, stacklevel=3)

@@ -69,8 +69,10 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait up to timeout_ms (negative: forever) for sock to be readable. */
-static int wait_readable(int sock, int64_t timeout_ms)
+/* Wait up to timeout_ms (negative: forever) for sock to be readable: 1
+ * when it is, 0 when the time passed, -1 with errno on failure (EINTR, a
+ * signal, only with intr; else signals are waited through). */
+static int poll_readable(int sock, int64_t timeout_ms, bool intr)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
 
@@ -83,12 +85,24 @@ static int wait_readable(int sock, int64_t timeout_ms)
 			left = 0;
 		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (r > 0)
-			return RSHARE_OK;
+			return 1;
 		if (r == 0 && deadline >= 0 && mono_ms() >= deadline)
-			return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
-		if (r < 0 && errno != EINTR)
-			return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
+			return 0;
+		if (r < 0 && (errno != EINTR || intr))
+			return -1;
 	}
+}
+
+/* Wait up to timeout_ms (negative: forever) for the broker's answer. */
+static int wait_readable(int sock, int64_t timeout_ms)
+{
+	int r = poll_readable(sock, timeout_ms, false);
+
+	if (r > 0)
+		return RSHARE_OK;
+	if (r == 0)
+		return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
+	return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
 }
 
 /* Receive one reply to a request of type want into rx (RX_MAX bytes). */
@@ -503,6 +517,38 @@ int rshare_broker_withdraw_name(const char *endpoint, const char *name)
 	RS_RETURN(status);
 }
 
+/* What an attach reply means for the caller: the share (the device fd
+ * adopted into *dev, taken whatever happens) or the broker's refusal. */
+static int attach_result(struct reply *rep, uint32_t wire_cap, rshare_device **dev,
+			 void *payload, size_t cap, size_t *len)
+{
+	int status;
+
+	if (rep->h.status == RSHARE_E_NOSPACE && rep->h.len == 4 &&
+	    rs_get32(rep->body) > wire_cap && rs_get32(rep->body) <= RSHARE_PAYLOAD_MAX) {
+		*len = rs_get32(rep->body);
+		return rs_fail(RSHARE_E_NOSPACE, 0,
+			       "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
+			       payload ? cap : 0, *len);
+	}
+	if (rep->h.status)
+		return reply_failure(rep, RSB_ATTACH); /* NOSPACE without its length too */
+	if (rep->h.len > wire_cap) {
+		rs_close_untrusted(rep->fd);
+		rep->fd = -1;
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
+			       rep->h.len, wire_cap);
+	}
+	status = rs_device_adopt_received(rep->fd, (void **)dev); /* takes the fd */
+	rep->fd = -1;
+	if (!status) {
+		if (rep->h.len)
+			memcpy(payload, rep->body, rep->h.len);
+		*len = rep->h.len;
+	}
+	return status;
+}
+
 int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 			 rshare_device **dev, void *payload, size_t cap, size_t *len)
 {
@@ -525,34 +571,17 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 					    wire_cap),
 			  RSB_ATTACH, timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf,
 			  &rep);
-	if (status)
-		goto out;
-	if (rep.h.status == RSHARE_E_NOSPACE && rep.h.len == 4 &&
-	    rs_get32(rep.body) > wire_cap && rs_get32(rep.body) <= RSHARE_PAYLOAD_MAX) {
-		*len = rs_get32(rep.body);
-		status = rs_fail(RSHARE_E_NOSPACE, 0,
-				 "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
-				 payload ? cap : 0, *len);
-	} else if (rep.h.status) {
-		status = reply_failure(&rep, RSB_ATTACH); /* NOSPACE without its length too */
-	} else if (rep.h.len > wire_cap) {
-		rs_close_untrusted(rep.fd);
-		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
-				 rep.h.len, wire_cap);
-	} else {
-		status = rs_device_adopt_received(rep.fd, (void **)dev); /* takes the fd */
-		if (!status) {
-			if (rep.h.len)
-				memcpy(payload, rep.body, rep.h.len);
-			*len = rep.h.len;
-		}
-	}
-out:
+	if (!status)
+		status = attach_result(&rep, wire_cap, dev, payload, cap, len);
 	free(buf);
 	RS_RETURN(status);
 }
 
-int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
+/* A request of type (RSB_LIST, RSB_WAITING) answered by a JSON text,
+ * possibly in several messages, copied out with the (buf, cap, len)
+ * convention. */
+static int json_request(const char *endpoint, uint8_t type, char *buf, size_t cap,
+			size_t *len)
 {
 	struct reply rep;
 	uint8_t *rx, *json = NULL;
@@ -560,16 +589,16 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 	int s = -1, status;
 
 	if (!len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "len is NULL"));
+		return rs_fail(RSHARE_E_INVAL, 0, "len is NULL");
 	rx = malloc(RX_MAX);
 	if (!rx)
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
-	status = transact(endpoint, rx, rsb_encode_list(rx), RSB_LIST, REPLY_MS, rx, &rep, &s);
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory");
+	status = transact(endpoint, rx, rsb_encode_bare(rx, type), type, REPLY_MS, rx, &rep, &s);
 	while (!status) {
 		uint8_t *bigger;
 
 		if (rep.h.status) {
-			status = reply_failure(&rep, RSB_LIST);
+			status = reply_failure(&rep, type);
 			break;
 		}
 		/* Every chunk but the last is at least half full (the broker
@@ -591,7 +620,7 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		n += rep.h.len;
 		if (!(rep.h.flags & RSB_FLAG_MORE))
 			break;
-		status = recv_reply(s, RSB_LIST, REPLY_MS, rx, &rep);
+		status = recv_reply(s, type, REPLY_MS, rx, &rep);
 	}
 	if (s >= 0)
 		rs_close_socket_untrusted(s);
@@ -608,5 +637,191 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		status = rs_copy_str((const char *)json, n, buf, cap, len);
 	free(json);
 	free(rx);
+	return status;
+}
+
+int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
+{
+	RS_RETURN(json_request(endpoint, RSB_LIST, buf, cap, len));
+}
+
+int rshare_broker_waiting(const char *endpoint, char *buf, size_t cap, size_t *len)
+{
+	RS_RETURN(json_request(endpoint, RSB_WAITING, buf, cap, len));
+}
+
+/* ---- attach from an event loop (since 1.2) ---------------------------------
+ * An operation owns one connection on which the broker keeps the request
+ * waiting (no time limit, the largest payload, so the reply needs no
+ * second round trip whatever the caller's buffer). Its reply is read once,
+ * kept in rx until finished (a buffer too small keeps it), and released
+ * with the operation. The lock serialises calls on one operation; ending
+ * it (finish or cancel) retires the handle, which waits for calls in it. */
+struct attach_op {
+	pthread_mutex_t lock;
+	int fd;
+	bool answered;   /* rep holds the broker's reply */
+	bool over;       /* finished: only the retirement is left */
+	struct reply rep;
+	uint8_t *rx;
+};
+
+static void attach_op_free(struct attach_op *op)
+{
+	if (op->rep.fd >= 0)
+		rs_close_untrusted(op->rep.fd);
+	rs_close_socket_untrusted(op->fd);
+	pthread_mutex_destroy(&op->lock);
+	free(op->rx);
+	free(op);
+}
+
+int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_attach **out)
+{
+	struct attach_op *op;
+	struct rs_slot *slot;
+	int status;
+
+	if (!out)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "op is NULL"));
+	status = check_name(name);
+	if (status)
+		RS_RETURN(status);
+	op = calloc(1, sizeof(*op));
+	if (!op || !(op->rx = malloc(RX_MAX))) {
+		free(op);
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate an attach operation"));
+	}
+	pthread_mutex_init(&op->lock, NULL);
+	op->rep.fd = -1;
+	status = rsb_connect(endpoint, &op->fd);
+	if (status) {
+		op->fd = -1;
+		pthread_mutex_destroy(&op->lock);
+		free(op->rx);
+		free(op);
+		RS_RETURN(status);
+	}
+	status = send_request(op->fd, op->rx,
+			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX),
+			      -1);
+	if (!status)
+		status = rs_slot_reserve(&slot);
+	if (status) {
+		attach_op_free(op);
+		RS_RETURN(status);
+	}
+	slot->u.any = op;
+	*out = rs_slot_publish(slot, RS_OBJ_ATTACH);
+	return RSHARE_OK;
+}
+
+int rshare_attach_fd(const rshare_attach *h, int *fd)
+{
+	struct rs_slot *slot;
+	int status;
+
+	if (!fd)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "fd is NULL"));
+	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
+	if (status)
+		RS_RETURN(status);
+	*fd = ((struct attach_op *)slot->u.any)->fd; /* fixed for the op's life */
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rshare_attach_wait(rshare_attach *h, int timeout_ms, uint32_t flags)
+{
+	struct rs_slot *slot;
+	int status, r;
+
+	if (flags & ~(uint32_t)RSHARE_WAIT_SIGNAL)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "unknown wait flags 0x%x", flags));
+	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
+	if (status)
+		RS_RETURN(status);
+	r = poll_readable(((struct attach_op *)slot->u.any)->fd, timeout_ms,
+			  flags & RSHARE_WAIT_SIGNAL);
+	if (r == 0)
+		status = rs_fail(RSHARE_E_AGAIN, ETIMEDOUT, "no answer within %d ms", timeout_ms);
+	else if (r < 0 && errno == EINTR)
+		status = rs_fail(RSHARE_E_AGAIN, EINTR, "interrupted by a signal");
+	else if (r < 0)
+		status = rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
+	rs_unpin(slot);
 	RS_RETURN(status);
+}
+
+/* Read the broker's reply into op if it is there. RSHARE_E_AGAIN if not. */
+static int attach_op_read(struct attach_op *op)
+{
+	struct pollfd p = { .fd = op->fd, .events = POLLIN };
+	int status;
+
+	if (op->answered)
+		return RSHARE_OK;
+	if (poll(&p, 1, 0) == 0)
+		return rs_fail(RSHARE_E_AGAIN, EAGAIN, "the share has not arrived yet");
+	status = recv_reply(op->fd, RSB_ATTACH, 0, op->rx, &op->rep);
+	if (!status)
+		op->answered = true;
+	return status;
+}
+
+/* End the operation behind h (its last call, or a cancel). */
+static int attach_op_end(rshare_attach *h)
+{
+	struct rs_slot *slot;
+	int status = rs_retire_begin(h, RS_OBJ_ATTACH, &slot);
+
+	if (status)
+		return status;
+	attach_op_free(slot->u.any);
+	rs_retire_commit(slot);
+	return RSHARE_OK;
+}
+
+int rshare_attach_finish(rshare_attach *h, rshare_device **dev, void *payload, size_t cap,
+			 size_t *len)
+{
+	struct attach_op *op;
+	struct rs_slot *slot;
+	bool end;
+	int status;
+
+	if (!dev || !len)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : "len"));
+	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
+	if (status)
+		RS_RETURN(status);
+	op = slot->u.any;
+	pthread_mutex_lock(&op->lock);
+	if (op->over)
+		status = rs_fail(RSHARE_E_STALE, 0, "attach operation %p already finished",
+				 (void *)h);
+	else
+		status = attach_op_read(op);
+	if (!status && op->rep.h.status == RSHARE_OK && op->rep.h.len > (payload ? cap : 0)) {
+		*len = op->rep.h.len; /* kept for a call with a larger buffer */
+		status = rs_fail(RSHARE_E_NOSPACE, 0, "payload buffer of %zu bytes too small, "
+				 "%u needed (the share is kept)", payload ? cap : 0,
+				 op->rep.h.len);
+	} else if (!status) {
+		status = attach_result(&op->rep, RSHARE_PAYLOAD_MAX, dev, payload, cap, len);
+		op->over = true;
+	} else if (status != RSHARE_E_AGAIN && status != RSHARE_E_STALE) {
+		op->over = true; /* the connection failed */
+	}
+	end = op->over && status != RSHARE_E_STALE;
+	pthread_mutex_unlock(&op->lock);
+	rs_unpin(slot);
+	if (end)
+		attach_op_end(h); /* unless a cancel in another thread was first */
+	RS_RETURN(status);
+}
+
+int rshare_attach_cancel(rshare_attach *h)
+{
+	RS_RETURN(attach_op_end(h));
 }

@@ -241,25 +241,44 @@ static int lock_path(const char *path, char lock[RSB_PATH_MAX + 32])
 	return status;
 }
 
-static int take_lock(const char *path, int *lock_fd)
+/* Does fd still hold the file at lock (a stopping broker removes it)? */
+static bool same_file(int fd, const char *lock)
 {
-	char lock[RSB_PATH_MAX + 32];
-	int fd, status = lock_path(path, lock);
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Lock the broker at path: *lock_fd holds the flock, lock (RSB_PATH_MAX +
+ * 32 bytes) names the file, for rsb_unlisten() to remove. */
+static int take_lock(const char *path, int *lock_fd, char *lock)
+{
+	int status = lock_path(path, lock);
 
 	if (status)
 		return status;
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
-			       "cannot open the broker lock %s", lock);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int err = errno;
+	/* A broker stopping meanwhile removes the file it locked: a lock
+	 * taken on that removed file guards nothing, so take the new one. */
+	for (int attempt = 0; attempt < 100; attempt++) {
+		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0)
+			return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
+				       "cannot open the broker lock %s", lock);
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int err = errno;
+			close(fd);
+			return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
+				       "a live broker already serves %s (it holds %s)", path, lock);
+		}
+		if (same_file(fd, lock)) {
+			*lock_fd = fd;
+			return RSHARE_OK;
+		}
 		close(fd);
-		return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
-			       "a live broker already serves %s (it holds %s)", path, lock);
 	}
-	*lock_fd = fd;
-	return RSHARE_OK;
+	return rs_fail(RSHARE_E_BUSY, 0, "the broker lock %s keeps changing", lock);
 }
 
 /* systemd socket activation: the first passed fd, if meant for us. */
@@ -316,7 +335,7 @@ int rsb_listen(const char *endpoint, struct rsb_listener *l)
 	if (!status)
 		status = prepare_dir(l->path);
 	if (!status)
-		status = take_lock(l->path, &l->lock_fd);
+		status = take_lock(l->path, &l->lock_fd, l->lock);
 	if (!status)
 		status = clear_stale(l->path);
 	if (status)
@@ -365,7 +384,12 @@ void rsb_unlisten(struct rsb_listener *l)
 		unlink(l->path);
 	if (l->fd >= 0)
 		rs_close_quietly(l->fd);
-	if (l->lock_fd >= 0)
+	if (l->lock_fd >= 0) {
+		/* Removed while still held, so that no broker takes it in
+		 * between (take_lock() checks it holds the file at the path). */
+		if (same_file(l->lock_fd, l->lock))
+			unlink(l->lock);
 		rs_close_quietly(l->lock_fd);
+	}
 	l->fd = l->lock_fd = -1;
 }

@@ -87,6 +87,7 @@ struct conn {
 	uint64_t idle_deadline;  /* ms; 0 while it publishes or waits */
 	bool waiting;            /* an attach waits for its name */
 	uint64_t wait_deadline;  /* ms; UINT64_MAX: no limit */
+	uint64_t wait_since;     /* ms; when the wait began */
 	uint32_t wait_cap;
 	char wait_name[RSHARE_SHARE_NAME_MAX + 1];
 	bool listing;            /* a list reply is being sent, from list_after on */
@@ -420,6 +421,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	}
 	c->waiting = true;
 	c->wait_cap = r->cap;
+	c->wait_since = now_ms();
 	c->wait_deadline = r->timeout_ms == RSB_WAIT_FOREVER ? UINT64_MAX
 							     : now_ms() + r->timeout_ms;
 	memcpy(c->wait_name, r->name, sizeof(c->wait_name));
@@ -515,6 +517,66 @@ static void do_list(struct rsb_server *s, struct conn *c)
 	flush_list(s, c);
 }
 
+static int by_wait_name(const void *a, const void *b)
+{
+	return strcmp((*(struct conn *const *)a)->wait_name, (*(struct conn *const *)b)->wait_name);
+}
+
+/* The attaches waiting for a name, sorted by it, as a JSON array sent in
+ * RSB_CHUNK pieces at once (a few dozen bytes per waiter: a client whose
+ * socket cannot take it all is not reading, and is dropped as send_msg()
+ * drops any). A connection that ended (cancelled, exited) is not waiting,
+ * even before this loop has seen its end: the hang-up may have come after
+ * this poll() round began, so each waiting connection is looked at now
+ * (one poll() without waiting). */
+static void do_waiting(struct rsb_server *s, struct conn *c)
+{
+	enum { ENTRY_MAX = RSHARE_SHARE_NAME_MAX + 80 }; /* one {...}, and a comma */
+	size_t slots = s->nconns ? s->nconns : 1, n = 0, live = 0, len = 1;
+	struct conn **all = malloc(slots * sizeof(*all));
+	struct pollfd *p = malloc(slots * sizeof(*p));
+	char *buf = malloc(slots * ENTRY_MAX + 2);
+	uint64_t now = now_ms();
+
+	if (!all || !p || !buf) {
+		free(all);
+		free(p);
+		free(buf);
+		send_error(c, RSB_WAITING, RSHARE_E_NOMEM,
+			   "broker out of memory listing waiting attaches");
+		return;
+	}
+	for (size_t i = 0; i < s->nconns; i++)
+		if (s->conns[i]->waiting && !s->conns[i]->dead) {
+			p[n] = (struct pollfd){ .fd = s->conns[i]->fd, .events = POLLIN };
+			all[n++] = s->conns[i];
+		}
+	if (n && poll(p, n, 0) < 0)
+		for (size_t i = 0; i < n; i++)
+			p[i].revents = 0; /* cannot look: list them all */
+	for (size_t i = 0; i < n; i++)
+		if (!(p[i].revents & (POLLHUP | POLLERR)))
+			all[live++] = all[i];
+	qsort(all, live, sizeof(*all), by_wait_name);
+	buf[0] = '[';
+	for (size_t i = 0; i < live; i++)
+		len += (size_t)snprintf(buf + len, ENTRY_MAX,
+					"%s{\"name\":\"%s\",\"uid\":%u,\"pid\":%d,\"waited_ms\":%llu}",
+					i ? "," : "", all[i]->wait_name, (unsigned)all[i]->uid,
+					(int)all[i]->pid,
+					(unsigned long long)(now - all[i]->wait_since));
+	buf[len++] = ']';
+	for (size_t off = 0; off < len && !c->dead; off += RSB_CHUNK) {
+		size_t piece = len - off > RSB_CHUNK ? RSB_CHUNK : len - off;
+
+		send_msg(c, RSB_WAITING | RSB_REPLY, off + piece < len ? RSB_FLAG_MORE : 0,
+			 RSHARE_OK, buf + off, piece, -1);
+	}
+	free(all);
+	free(p);
+	free(buf);
+}
+
 /* Has c not yet read a reply we sent? (SIOCOUTQ: bytes of ours still in
  * its queue.) One request at a time means a client reads each reply before
  * it sends the next request; one that pipelines requests without reading
@@ -588,6 +650,8 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		do_attach(s, c, &req);
 	} else if (req.type == RSB_WITHDRAW) {
 		do_withdraw(s, c, &req);
+	} else if (req.type == RSB_WAITING) {
+		do_waiting(s, c);
 	} else {
 		do_list(s, c);
 	}

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,6 +32,7 @@
 #define CH_VERSION 1
 #define CH_HDR 16
 #define CH_MAX_FDS 8 /* room to see (and close) a peer's extra fds */
+#define PIECE_MS 5000 /* a stream message's next piece, on a non-blocking socket */
 
 static void make_header(uint8_t *h, uint32_t len)
 {
@@ -160,6 +162,8 @@ static int peek_message(int sock, struct peeked *p)
 	do
 		r = recvmsg(sock, &msg, MSG_PEEK | MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return recv_fail(RSHARE_E_AGAIN, errno, sock, "no message queued (non-blocking)");
 	if (r < 0)
 		return recv_fail(io_status(errno), errno, sock, "recvmsg failed");
 	if (r == 0)
@@ -168,6 +172,20 @@ static int peek_message(int sock, struct peeked *p)
 	p->nfds = rs_cmsg_take_fds(&msg, p->fds, CH_MAX_FDS);
 	p->ctrunc = (msg.msg_flags & MSG_CTRUNC) != 0;
 	return RSHARE_OK;
+}
+
+/* On a non-blocking stream the header itself may still be arriving: then
+ * nothing is consumed (RSHARE_E_AGAIN). Once the header is there, the
+ * sender is in the middle of the message, and recv_exact() waits for the
+ * rest (a 64 KiB message may not even fit the socket buffer). */
+static int header_arriving(int sock)
+{
+	int fl = fcntl(sock, F_GETFL);
+
+	if (fl < 0 || !(fl & O_NONBLOCK))
+		return RSHARE_OK; /* blocking: the peek saw the end of the stream */
+	return recv_fail(RSHARE_E_AGAIN, EAGAIN, sock,
+			 "message header still arriving (non-blocking; nothing consumed)");
 }
 
 /* Is the process out of file descriptors? Then the errno that says so. */
@@ -215,12 +233,18 @@ static void discard(int sock, uint32_t plen)
 	} while (n);
 }
 
-/* Read exactly n more bytes into p (the tail of a stream message). */
+/* Read exactly n more bytes into p (the tail of a stream message). On a
+ * non-blocking socket, wait up to PIECE_MS for each piece. */
 static int recv_exact(int sock, uint8_t *p, size_t n)
 {
 	while (n) {
 		ssize_t r = recv(sock, p, n, MSG_WAITALL);
+		struct pollfd pf = { .fd = sock, .events = POLLIN };
+
 		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    (poll(&pf, 1, PIECE_MS) > 0 || errno == EINTR))
 			continue;
 		if (r <= 0)
 			return recv_fail(RSHARE_E_IO, r < 0 ? errno : 0, sock,
@@ -284,9 +308,12 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 		RS_RETURN(status); /* nothing consumed */
 	/* What is not an rshare message is not ours to consume: it stays
 	 * queued (on a stream there is no telling where it would end). */
-	status = p.got < CH_HDR ? recv_fail(RSHARE_E_PROTOCOL, 0, sock,
-					    "short message (no complete rshare header)")
-				: parse_header(p.hdr, sock, &plen);
+	if (p.got < CH_HDR && memcmp(p.hdr, CH_MAGIC, p.got < 4 ? p.got : 4) == 0)
+		status = header_arriving(sock);
+	if (!status)
+		status = p.got < CH_HDR ? recv_fail(RSHARE_E_PROTOCOL, 0, sock,
+						    "short message (no complete rshare header)")
+					: parse_header(p.hdr, sock, &plen);
 	if (status) {
 		close_fds(p.fds, p.nfds);
 		RS_RETURN(status);

@@ -32,7 +32,7 @@ struct rs_obj_ops;
 
 /* Kinds owned by other parts of the library (the broker), kept apart from
  * the object kinds (kinds.h); their slots hold a pointer in u.any. */
-enum rs_aux_kind { RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
+enum rs_aux_kind { RS_OBJ_ATTACH = 13, RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
 
 /* "device", "PD", "VAR", "MR", "DM", "broker", "share": what a handle of
  * slot kind k is. */
@@ -40,6 +40,8 @@ static inline const char *rs_obj_kind_name(int k)
 {
 	if (k == RS_OBJ_BROKER || k == RS_OBJ_SHARE)
 		return k == RS_OBJ_BROKER ? "broker" : "share";
+	if (k == RS_OBJ_ATTACH)
+		return "attach operation";
 	if (k == RS_OBJ_DEVICE)
 		return "device";
 	return rs_kind_of_slot(k) ? rs_kind(rs_kind_of_slot(k))->word : "object";
@@ -81,7 +83,7 @@ struct rs_slot {
 	union {
 		struct rs_device *dev; /* RS_OBJ_DEVICE */
 		struct rs_obj obj;     /* an object kind (kinds.h) */
-		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE */
+		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE, RS_OBJ_ATTACH */
 	} u;
 };
 
