@@ -24,7 +24,7 @@
  * types, the interruptible channel calls ------------------------------------ */
 %{
 #include <string.h>
-#include "python/pymodule.h"
+#include "pymodule.h" /* bindings/python/ext */
 %}
 %init %{
 	if (rs_py_init(m) < 0)

@@ -29,18 +29,6 @@
 
 static char dir[64], path[100];
 
-static int settled_fds(void)
-{
-	int n = count_fds(), same = 0;
-
-	for (int i = 0; i < 500 && same < 10; i++) {
-		usleep(10000);
-		same = count_fds() == n ? same + 1 : 0;
-		n = count_fds();
-	}
-	return n;
-}
-
 /* Empty seqpacket records with fds: recvmsg() returns 0, as at the end of
  * the stream, but the fds arrived; the broker leaked them. */
 static void case_empty(void)
@@ -608,32 +596,22 @@ static void case_symlink(void)
 	CHECK_OK(rshare_broker_stop(b));
 }
 
-int main(int argc, char **argv)
+static void setup(void)
 {
-	const char *only = argc > 1 ? argv[1] : NULL;
-
 	signal(SIGPIPE, SIG_IGN);
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
-	if (!only || strcmp(only, "empty") == 0)
-		case_empty();
-	if (!only || strcmp(only, "fake") == 0)
-		case_fake();
-	if (!only || strcmp(only, "emfile") == 0)
-		case_emfile();
-	if (!only || strcmp(only, "squat") == 0)
-		case_squat();
-	if (!only || strcmp(only, "quota") == 0)
-		case_quota();
-	if (!only || strcmp(only, "shares") == 0)
-		case_shares();
-	if (!only || strcmp(only, "list") == 0)
-		case_list();
-	if (!only || strcmp(only, "symlink") == 0)
-		case_symlink();
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		CHECK(system(cmd) == 0);
-	}
-	TEST_DONE();
 }
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
+#define T_PROGRAM_test_broker_attack ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -797,44 +797,23 @@ static void case_endpoint(void)
 	rmdir(open_dir);
 }
 
-/* Each case in a process of its own, forked from this single-threaded
- * one: cases leave closer threads behind (stuck until their fds' other
- * sides let go, or idle), and a child of a multithreaded process may not
- * start threads under ThreadSanitizer. */
-static void run_case(const char *only, const char *name, void (*fn)(void))
+static void setup(void)
 {
-	pid_t pid;
-	int st;
-
-	if (only && strcmp(only, name) != 0)
-		return;
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		fn();
-		printf("case %s: %d passed, %d failed\n", name, t_pass, t_fail);
-		fflush(NULL);
-		_exit(t_fail ? 1 : 0);
-	}
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
-int main(int argc, char **argv)
-{
-	const char *only = argc > 1 ? argv[1] : NULL;
-
 	signal(SIGPIPE, SIG_IGN);
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
-	run_case(only, "linger", case_linger);
-	run_case(only, "fuse", case_fuse);
-	run_case(only, "hostile", case_hostile);
-	run_case(only, "listamp", case_listamp);
-	run_case(only, "nofile", case_nofile);
-	run_case(only, "inflight", case_inflight);
-	run_case(only, "kept", case_kept);
-	run_case(only, "endpoint", case_endpoint);
-	rmdir(dir);
-	TEST_DONE();
 }
+
+static void teardown(void)
+{
+	rmdir(dir);
+}
+
+/* c_cases.def runs linger and fuse last: they leave closer threads in this
+ * process (stuck until their fds' other sides let go), and ThreadSanitizer
+ * does not allow a forked child of a multithreaded process to start
+ * threads. */
+#define T_PROGRAM_test_broker_trust ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

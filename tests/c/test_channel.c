@@ -203,25 +203,63 @@ static void out_of_fds(int type, rshare_device *dev, const unsigned char *blob, 
 	close(sv[1]);
 }
 
-int main(void)
-{
-	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
-	rshare_device *dev, *got;
-	rshare_pd *pd;
-	size_t blen, len;
-	int sv[2], fd;
+/* Every case: sim0, a PD and its blob to carry. */
+static rshare_device *dev;
+static rshare_pd *pd;
+static unsigned char blob[RSHARE_BLOB_MAX];
+static size_t blen;
 
+static void setup(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	blen = export_pd(pd, blob);
-	round_trip(SOCK_STREAM, dev, blob, blen);
-	round_trip(SOCK_SEQPACKET, dev, blob, blen);
-	empty_payload(SOCK_STREAM, dev);
-	empty_payload(SOCK_SEQPACKET, dev);
-	out_of_fds(SOCK_STREAM, dev, blob, blen);
-	out_of_fds(SOCK_SEQPACKET, dev, blob, blen);
+}
 
-	/* Garbage on a stream: refused as not ours. A wrong-magic message. */
+static void teardown(void)
+{
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+static void case_round_trip_stream(void)
+{
+	round_trip(SOCK_STREAM, dev, blob, blen);
+}
+
+static void case_round_trip_seqpacket(void)
+{
+	round_trip(SOCK_SEQPACKET, dev, blob, blen);
+}
+
+static void case_empty_payload_stream(void)
+{
+	empty_payload(SOCK_STREAM, dev);
+}
+
+static void case_empty_payload_seqpacket(void)
+{
+	empty_payload(SOCK_SEQPACKET, dev);
+}
+
+static void case_out_of_fds_stream(void)
+{
+	out_of_fds(SOCK_STREAM, dev, blob, blen);
+}
+
+static void case_out_of_fds_seqpacket(void)
+{
+	out_of_fds(SOCK_SEQPACKET, dev, blob, blen);
+}
+
+/* Garbage on a stream: refused as not ours. A wrong-magic message. */
+static void case_not_ours(void)
+{
+	unsigned char buf[64];
+	rshare_device *got;
+	size_t len;
+	int sv[2], fd;
+
 	REQUIRE_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 ? 0 : RSHARE_E_IO);
 	CHECK(write(sv[0], "hello, this is not rshare", 25) == 25);
 	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
@@ -233,15 +271,21 @@ int main(void)
 	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
 	close(sv[0]);
 	close(sv[1]);
-	/* Not a socket. */
-	{
-		int p[2];
-		REQUIRE_OK(pipe(p) == 0 ? 0 : RSHARE_E_IO);
-		CHECK_ST(rshare_channel_send(p[1], dev, NULL, 0), RSHARE_E_INVAL);
-		close(p[0]);
-		close(p[1]);
-	}
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+/* Not a socket. */
+static void case_not_a_socket(void)
+{
+	int p[2];
+
+	REQUIRE_OK(pipe(p) == 0 ? 0 : RSHARE_E_IO);
+	CHECK_ST(rshare_channel_send(p[1], dev, NULL, 0), RSHARE_E_INVAL);
+	close(p[0]);
+	close(p[1]);
+}
+
+#define T_PROGRAM_test_channel ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

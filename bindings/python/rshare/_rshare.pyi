@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Type stub of the compiled module: SWIG's functions (swig/rshare.i) and the
-# hand-written parts (swig/python/*.c). Handles are ints (generation-checked
+# hand-written parts (bindings/python/ext/*.c). Handles are ints (generation-checked
 # tokens) or the package's objects; a negative C status raises an
 # rshare.Error subclass instead of being returned.
 from typing import Any, List, Optional, Tuple, TypeVar, Union
@@ -12,7 +12,7 @@ _Handle = Union[int, "Object", "Context", None]
 _Blob = Union[bytes, bytearray, memoryview, str]
 
 class Object:
-    """Base of PD and Var (swig/python/objects.c)."""
+    """Base of PD and Var (bindings/python/ext/objects.c)."""
     @property
     def _h(self) -> int: ...
     @property
@@ -30,7 +30,7 @@ class Object:
     def __exit__(self, *exc_info: object) -> None: ...
 
 class Context:
-    """Base of Device (swig/python/objects.c)."""
+    """Base of Device (bindings/python/ext/objects.c)."""
     @property
     def _h(self) -> int: ...
     @property
@@ -47,7 +47,7 @@ def _wrap(kind: int, owner: Union[Context, Object, None], handle: int, imported:
 def channel_recv_wait(fd: int, timeout: Optional[float]) -> Tuple[Any, bytes]: ...
 def channel_send_wait(fd: int, dev: Context, payload: _Bytes, timeout: Optional[float]) -> None: ...
 def channel_recv_nowait(fd: Any) -> Optional[Tuple[Any, bytes]]: ...
-# The broker (since 1.1; swig/python/broker.c).
+# The broker (since 1.1; bindings/python/ext/broker.c).
 def broker_start(endpoint: Optional[str]) -> int: ...
 def broker_stop(broker: int) -> None: ...
 def broker_endpoint(broker: Optional[int]) -> str: ...

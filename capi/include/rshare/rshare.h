@@ -82,7 +82,7 @@ enum rshare_status {
 	RSHARE_E_NOT_FOUND = -12,       /**< the object no longer exists (or no such index) */
 	RSHARE_E_PERM = -13,            /**< permission denied */
 	RSHARE_E_IO = -14,              /**< system call failed; see rshare_last_errno() */
-	RSHARE_E_PROTOCOL = -15,        /**< malformed channel message */
+	RSHARE_E_PROTOCOL = -15,        /**< malformed message from a channel or broker peer */
 	RSHARE_E_AGAIN = -16            /**< would block: nothing consumed, retry when the fd is readable (since 1.2) */
 };
 

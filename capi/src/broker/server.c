@@ -209,12 +209,22 @@ static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status
 }
 
 /* An error reply: the status and rshare_last_error()'s text. */
-static void send_error(struct conn *c, uint8_t type, int status)
+/* A failure reply: status and its message, the text the client reports. */
+static void send_error(struct conn *c, uint8_t type, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void send_error(struct conn *c, uint8_t type, int status, const char *fmt, ...)
 {
-	const char *text = rs_last_error();
-	size_t n = strlen(text);
+	char text[RSB_TEXT_MAX + 1];
+	va_list ap;
+	int n;
 
-	send_msg(c, type | RSB_REPLY, 0, status, text, n < RSB_TEXT_MAX ? n : RSB_TEXT_MAX, -1);
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	send_msg(c, type | RSB_REPLY, 0, status, text,
+		 (size_t)n < RSB_TEXT_MAX ? (size_t)n : RSB_TEXT_MAX, -1);
 }
 
 /* ---- policy ---- */
@@ -247,10 +257,9 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
 		      "not the owner, not root, not listed",
 		      sh->name, (unsigned)sh->owner_uid, (unsigned)c->uid, (unsigned)c->gid,
 		      (int)c->pid);
-		rs_fail(RSHARE_E_PERM, 0,
-			"uid %u may not attach to share \"%s\" (owner uid %u; not listed)",
-			(unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
-		send_error(c, RSB_ATTACH, RSHARE_E_PERM);
+		send_error(c, RSB_ATTACH, RSHARE_E_PERM,
+			   "uid %u may not attach to share \"%s\" (owner uid %u; not listed)",
+			   (unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
 		return;
 	}
 	if (sh->len > cap) {
@@ -319,29 +328,28 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	int status;
 
 	if (nfds != 1) {
-		rs_fail(RSHARE_E_PROTOCOL, 0, "publish carried %d fds, exactly 1 expected", nfds);
-		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL);
+		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL,
+			   "publish carried %d fds, exactly 1 expected", nfds);
 		c->dead = true;
 		return;
 	}
 	if (*slot) {
-		rs_fail(RSHARE_E_BUSY, 0, "share \"%s\" is already published by uid %u pid %d",
-			r->name, (unsigned)(*slot)->owner_uid, (int)(*slot)->owner_pid);
-		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
+		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY,
+			   "share \"%s\" is already published by uid %u pid %d", r->name,
+			   (unsigned)(*slot)->owner_uid, (int)(*slot)->owner_pid);
 		return;
 	}
 	if (other_user(c->uid) && shares_of(s, c->uid) >= MAX_SHARES_OTHER) {
-		rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d shares, its limit", (unsigned)c->uid,
-			MAX_SHARES_OTHER);
-		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
+		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY, "uid %u holds %d shares, its limit",
+			   (unsigned)c->uid, MAX_SHARES_OTHER);
 		return;
 	}
 	if (s->nshares >= MAX_SHARES ||
 	    s->payload_bytes + r->payload_len > MAX_PAYLOAD_BYTES) {
-		rs_fail(RSHARE_E_NOMEM, 0, "the broker holds %zu shares of %zu payload bytes "
-			"(limits: %d shares, %u bytes)", s->nshares, s->payload_bytes, MAX_SHARES,
-			MAX_PAYLOAD_BYTES);
-		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM);
+		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM,
+			   "the broker holds %zu shares of %zu payload bytes "
+			   "(limits: %d shares, %u bytes)", s->nshares, s->payload_bytes, MAX_SHARES,
+			   MAX_PAYLOAD_BYTES);
 		return;
 	}
 	sh = calloc(1, sizeof(*sh));
@@ -350,8 +358,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	if (!sh || (r->payload_len && !sh->payload)) {
 		if (sh)
 			free(sh);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory");
-		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM);
+		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM, "broker out of memory");
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
@@ -362,7 +369,8 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		free(sh);
 		/* Whatever the provider said, for the publisher it is NODEV (the
 		 * broker refused the device), as documented. */
-		send_error(c, RSB_PUBLISH, status == RSHARE_E_NOMEM ? status : RSHARE_E_NODEV);
+		send_error(c, RSB_PUBLISH, status == RSHARE_E_NOMEM ? status : RSHARE_E_NODEV, "%s",
+			   rs_last_error()); /* adopt's cause */
 		return;
 	}
 	rshare_device_fd(dev, &sh->dev_fd);
@@ -408,8 +416,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 		return;
 	}
 	if (r->timeout_ms == 0) {
-		rs_fail(RSHARE_E_NOT_FOUND, 0, "no share named \"%s\"", r->name);
-		send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND);
+		send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND, "no share named \"%s\"", r->name);
 		return;
 	}
 	c->waiting = true;
@@ -425,17 +432,16 @@ static void do_withdraw(struct rsb_server *s, struct conn *c, const struct rsb_r
 	struct share **slot = find_slot(s, r->name), *sh = *slot;
 
 	if (!sh || ((r->flags & RSB_WD_OWN) && sh->publisher != c)) {
-		rs_fail(RSHARE_E_NOT_FOUND, 0, "no share named \"%s\"%s", r->name,
-			(r->flags & RSB_WD_OWN) ? " published by this connection" : "");
-		send_error(c, RSB_WITHDRAW, RSHARE_E_NOT_FOUND);
+		send_error(c, RSB_WITHDRAW, RSHARE_E_NOT_FOUND, "no share named \"%s\"%s", r->name,
+			   (r->flags & RSB_WD_OWN) ? " published by this connection" : "");
 		return;
 	}
 	if (sh->publisher != c && c->uid != 0 && c->uid != sh->owner_uid) {
 		logf_("refused withdrawal of \"%s\" (owner uid %u) by uid %u pid %d", sh->name,
 		      (unsigned)sh->owner_uid, (unsigned)c->uid, (int)c->pid);
-		rs_fail(RSHARE_E_PERM, 0, "uid %u may not withdraw share \"%s\" (owner uid %u)",
-			(unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
-		send_error(c, RSB_WITHDRAW, RSHARE_E_PERM);
+		send_error(c, RSB_WITHDRAW, RSHARE_E_PERM,
+			   "uid %u may not withdraw share \"%s\" (owner uid %u)", (unsigned)c->uid,
+			   sh->name, (unsigned)sh->owner_uid);
 		return;
 	}
 	drop_share(s, slot);
@@ -536,8 +542,8 @@ static void do_waiting(struct rsb_server *s, struct conn *c)
 		free(all);
 		free(p);
 		free(buf);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory listing waiting attaches");
-		send_error(c, RSB_WAITING, RSHARE_E_NOMEM);
+		send_error(c, RSB_WAITING, RSHARE_E_NOMEM,
+			   "broker out of memory listing waiting attaches");
 		return;
 	}
 	for (size_t i = 0; i < s->nconns; i++)
@@ -632,13 +638,13 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	c->idle_deadline = now_ms() + s->idle_ms;
 	if (status) {
 		uint8_t type = r >= 7 ? s->rx[6] & (uint8_t)~RSB_REPLY : 0;
-		send_error(c, type, status == RSHARE_E_INVAL ? RSHARE_E_INVAL : RSHARE_E_PROTOCOL);
+		send_error(c, type, status == RSHARE_E_INVAL ? RSHARE_E_INVAL : RSHARE_E_PROTOCOL,
+			   "%s", rs_last_error()); /* the cause recorded above or by the parser */
 		c->dead = true;
 	} else if (req.type == RSB_PUBLISH) {
 		do_publish(s, c, &req, fds, nfds);
 	} else if (nfds) {
-		rs_fail(RSHARE_E_PROTOCOL, 0, "request carried %d unexpected fds", nfds);
-		send_error(c, req.type, RSHARE_E_PROTOCOL);
+		send_error(c, req.type, RSHARE_E_PROTOCOL, "request carried %d unexpected fds", nfds);
 		c->dead = true;
 	} else if (req.type == RSB_ATTACH) {
 		do_attach(s, c, &req);
@@ -717,9 +723,9 @@ static void accept_all(struct rsb_server *s)
 		c->idle_deadline = now_ms() + s->idle_ms;
 		s->conns[s->nconns++] = c;
 		if (over_quota(s, c)) {
-			rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d connections to the broker, "
-				"its limit", (unsigned)c->uid, MAX_CONNS_OTHER);
-			send_error(c, 0, RSHARE_E_BUSY);
+			send_error(c, 0, RSHARE_E_BUSY,
+				   "uid %u holds %d connections to the broker, its limit",
+				   (unsigned)c->uid, MAX_CONNS_OTHER);
 			c->dead = true;
 			continue;
 		}
@@ -765,9 +771,8 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 		if (c->waiting) {
 			if (now >= c->wait_deadline) {
 				c->waiting = false;
-				rs_fail(RSHARE_E_NOT_FOUND, 0, "no share named \"%s\" appeared in time",
-					c->wait_name);
-				send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND);
+				send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND,
+					   "no share named \"%s\" appeared in time", c->wait_name);
 				c->idle_deadline = now + s->idle_ms;
 			} else if (c->wait_deadline < *next) {
 				*next = c->wait_deadline;
@@ -784,9 +789,8 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 		if (c->waiting || c->nshares)
 			continue;
 		if (now >= c->idle_deadline) {
-			rs_fail(RSHARE_E_PROTOCOL, 0, "no request within %llu ms",
-				(unsigned long long)s->idle_ms);
-			send_error(c, 0, RSHARE_E_PROTOCOL);
+			send_error(c, 0, RSHARE_E_PROTOCOL, "no request within %llu ms",
+				   (unsigned long long)s->idle_ms);
 			c->dead = true;
 		} else if (c->idle_deadline < *next) {
 			*next = c->idle_deadline;

@@ -73,10 +73,8 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 	return n;
 }
 
-static int corrupt(const char *why, size_t a, size_t b)
-{
-	return rs_fail(RSHARE_E_BLOB_CORRUPT, 0, why, a, b);
-}
+/* A malformed blob: the message's arguments checked against its format. */
+#define corrupt(...) rs_fail(RSHARE_E_BLOB_CORRUPT, 0, __VA_ARGS__)
 
 int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 {
@@ -88,28 +86,26 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	if (!buf)
 		return rs_fail(RSHARE_E_INVAL, 0, "blob is NULL");
 	if (len < RS_BLOB_MIN)
-		return corrupt("blob truncated: %zu bytes, at least %zu needed", len,
+		return corrupt("blob truncated: %zu bytes, at least %d needed", len,
 			       RS_BLOB_MIN);
 	if (memcmp(p + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4) != 0)
-		return corrupt("not an rshare blob: bad magic (%zu bytes, first %zu checked)",
-			       len, (size_t)4);
+		return corrupt("not an rshare blob: bad magic (%zu bytes, first 4 checked)",
+			       len);
 	if (p[RS_BLOB_OFF_FORMAT] > RS_BLOB_FORMAT)
 		return rs_fail(RSHARE_E_BLOB_VERSION, 0,
 			       "blob format %u is newer than this library's %u",
 			       p[RS_BLOB_OFF_FORMAT], RS_BLOB_FORMAT);
 	if (p[RS_BLOB_OFF_FORMAT] == 0)
-		return corrupt("blob format %zu is invalid (library has %zu)",
-			       (size_t)0, (size_t)RS_BLOB_FORMAT);
+		return corrupt("blob format 0 is invalid (library has %d)", RS_BLOB_FORMAT);
 	if (rs_get16(p + RS_BLOB_OFF_LENGTH) != len)
-		return corrupt("blob length field says %zu bytes, %zu given",
-			       rs_get16(p + RS_BLOB_OFF_LENGTH), len);
+		return corrupt("blob length field says %u bytes, %zu given",
+			       (unsigned)rs_get16(p + RS_BLOB_OFF_LENGTH), len);
 	/* The checksum before the kind: a damaged kind byte is corruption, and
 	 * only an intact blob of a kind this library does not know (a newer
 	 * library's) is BLOB_KIND. */
 	crc = rs_get32(p + len - RS_BLOB_CRC_SIZE);
 	if (crc != rs_crc32c(p, len - RS_BLOB_CRC_SIZE))
-		return corrupt("blob checksum mismatch (%zu bytes, crc 0x%zx)", len,
-			       (size_t)crc);
+		return corrupt("blob checksum mismatch (%zu bytes, crc 0x%" PRIx32 ")", len, crc);
 	b->kind = p[RS_BLOB_OFF_KIND];
 	l = rs_kind(b->kind);
 	if (!l)
@@ -118,18 +114,17 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 			       "library?)", b->kind);
 	b->priv_len = rs_get16(p + RS_BLOB_OFF_PRIV_LEN);
 	if (b->priv_len > l->priv_max)
-		return corrupt("blob private part of %zu bytes exceeds %zu for its kind",
-			       b->priv_len, (size_t)l->priv_max);
+		return corrupt("blob private part of %u bytes exceeds %u for its kind",
+			       (unsigned)b->priv_len, (unsigned)l->priv_max);
 	want = blob_size(l, b->priv_len);
 	if (want != len)
 		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
 	b->provider = p[RS_BLOB_OFF_PROVIDER];
 	if (!rs_provider_name(b->provider))
-		return corrupt("blob provider %zu is unknown (%zu bytes)",
-			       (size_t)b->provider, len);
+		return corrupt("blob provider %d is unknown (%zu bytes)", b->provider, len);
 	if (p[RS_BLOB_OFF_FLAGS] != 0)
-		return corrupt("blob flags 0x%zx are not defined (%zu bytes)",
-			       (size_t)p[RS_BLOB_OFF_FLAGS], len);
+		return corrupt("blob flags 0x%x are not defined (%zu bytes)",
+			       (unsigned)p[RS_BLOB_OFF_FLAGS], len);
 	b->handle = rs_get32(p + RS_BLOB_OFF_HANDLE);
 	b->guid = rs_get64(p + RS_BLOB_OFF_GUID);
 	b->table_id = rs_get64(p + RS_BLOB_OFF_TABLE);

@@ -8,15 +8,15 @@
 static const char *const rs_names[] = { RS_STATUS_LIST(RS_NAME) };
 static const char *const rs_texts[] = { RS_STATUS_LIST(RS_TEXT) };
 
-/* The list must cover 0 .. RSHARE_E_AGAIN with no gap or extra. */
-_Static_assert(sizeof(rs_names) / sizeof(rs_names[0]) == -RSHARE_E_AGAIN + 1,
-	       "status list has a gap");
-_Static_assert(0 RS_STATUS_LIST(RS_COUNT) == -RSHARE_E_AGAIN + 1,
+/* The list covers 0, -1, ... with no gap or duplicate: as many entries as
+ * the arrays (indexed by -status) have places. */
+#define RS_NSTATUS (0 RS_STATUS_LIST(RS_COUNT))
+_Static_assert(sizeof(rs_names) / sizeof(rs_names[0]) == RS_NSTATUS,
 	       "status list has duplicates or gaps");
 
 static int rs_known(int status)
 {
-	return status <= 0 && status >= RSHARE_E_AGAIN;
+	return status <= 0 && status > -RS_NSTATUS;
 }
 
 const char *rs_status_name(int status)
