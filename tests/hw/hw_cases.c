@@ -262,11 +262,12 @@ void case_pd_limit(const struct hw_target *t)
 	rshare_pd *pds[STANDIN_MAX_OBJS + 1];
 	int n = 0, s = RSHARE_OK;
 
-	/* The table is full after STANDIN_MAX_OBJS, the sentinel PD of the
-	 * table's identity included: ENOMEM -> NOMEM. */
+	/* The table is full after STANDIN_MAX_OBJS, mlx5's own UAR (made by
+	 * every open) and the sentinel PD of the table's identity included:
+	 * ENOMEM -> NOMEM. */
 	while (n <= STANDIN_MAX_OBJS && (s = rshare_pd_alloc(a, &pds[n])) == RSHARE_OK)
 		n++;
-	CHECK(n == STANDIN_MAX_OBJS - 1);
+	CHECK(n == STANDIN_MAX_OBJS - 2);
 	CHECK_ST(s, RSHARE_E_NOMEM);
 	CHECK(rshare_last_errno() == ENOMEM);
 	for (int i = 0; i < n; i++)

@@ -77,6 +77,18 @@ void case_mr_handle_reused(const struct hw_target *t);
 void case_dm_share(const struct hw_target *t);
 void case_dm_not_mlx5(const struct hw_target *t);
 
+/* hw_ledger_cases.c: table identity and the checking levels (issue 17).
+ * hw_channel_dev: from's context received over a channel (with its
+ * ledger), as another process would get it. */
+rshare_device *hw_channel_dev(rshare_device *from);
+void case_table_never_zero(const struct hw_target *t);
+void case_other_context_mismatch(const struct hw_target *t);
+void case_reuse_levels(const struct hw_target *t);
+void case_fork_channel(const struct hw_target *t);
+void case_ledger_untrusted(const struct hw_target *t);
+void case_no_import_provider(const struct hw_target *t);
+void case_var_fault_mode(const struct hw_target *t);
+
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);
 int child_share(int sock);

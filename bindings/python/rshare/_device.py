@@ -31,6 +31,7 @@ class Caps(enum.IntFlag):
     MR = _c.RSHARE_CAP_MR
     DM = _c.RSHARE_CAP_DM
     NATIVE = _c.RSHARE_CAP_NATIVE
+    LEDGER = _c.RSHARE_CAP_LEDGER
 
 _PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
 

@@ -132,7 +132,14 @@ enum rshare_caps {
 	RSHARE_CAP_VAR = 2,     /**< VARs: alloc, export, import, map */
 	RSHARE_CAP_MR = 4,      /**< memory regions: register, export, import */
 	RSHARE_CAP_DM = 8,      /**< device memory: alloc, export, import, read, write */
-	RSHARE_CAP_NATIVE = 16  /**< native rdma-core objects (rshare_*_native) */
+	RSHARE_CAP_NATIVE = 16, /**< native rdma-core objects (rshare_*_native) */
+	/** Since 1.2. The context has a ledger: a blob of an object freed
+	 * through rshare is refused even when the kernel reused its handle
+	 * and everything it reports (docs/hardware.md, "Checking levels").
+	 * Hardware contexts opened by rshare or received over a channel or
+	 * broker have it; one imported from a bare fd does not. sim0's table
+	 * checks serials itself and does not report it. */
+	RSHARE_CAP_LEDGER = 32
 };
 
 /** The fields rshare_blob_field() reads (since 1.1). Which kinds carry

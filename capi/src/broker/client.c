@@ -491,7 +491,7 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 				 rep.h.len, wire_cap);
 	} else {
-		status = rs_device_adopt(rep.fd, -1, (void **)dev); /* takes the fd */
+		status = rs_device_adopt(rep.fd, -1, -1, (void **)dev); /* takes the fd */
 		if (!status) {
 			if (rep.h.len)
 				memcpy(payload, rep.body, rep.h.len);

@@ -326,7 +326,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
-	status = rs_device_adopt(fds[0], -1, (void **)&dev);
+	status = rs_device_adopt(fds[0], -1, -1, (void **)&dev);
 	fds[0] = -1; /* taken, even on failure */
 	if (status) {
 		free(sh->payload);

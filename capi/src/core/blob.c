@@ -44,21 +44,26 @@ const char *rs_kind_json(int kind)
 	return layout(kind) ? layout(kind)->json : "?";
 }
 
-static size_t blob_size(int kind, size_t priv_len)
+static size_t blob_size(int kind, size_t priv_len, bool ledger)
 {
-	return RS_BLOB_COMMON_END + layout(kind)->fields + priv_len + RS_BLOB_CRC_SIZE;
+	return RS_BLOB_COMMON_END + layout(kind)->fields + priv_len +
+	       (ledger ? RS_BLOB_LEDGER_SIZE : 0) + RS_BLOB_CRC_SIZE;
 }
 
 size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 {
-	size_t n = blob_size(b->kind, b->priv_len);
+	/* A ledger serial that would not fit leaves the blob at the checks
+	 * of a context without the ledger (no kind reaches that today). */
+	bool ledger = b->has_ledger &&
+		      blob_size(b->kind, b->priv_len, true) <= RSHARE_BLOB_MAX;
+	size_t n = blob_size(b->kind, b->priv_len, ledger);
 	uint8_t *f = out + RS_BLOB_COMMON_END;
 
 	memcpy(out + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4);
 	out[RS_BLOB_OFF_FORMAT] = RS_BLOB_FORMAT;
 	out[RS_BLOB_OFF_KIND] = (uint8_t)b->kind;
 	out[RS_BLOB_OFF_PROVIDER] = (uint8_t)b->provider;
-	out[RS_BLOB_OFF_FLAGS] = 0;
+	out[RS_BLOB_OFF_FLAGS] = ledger ? RS_BLOB_FLAG_LEDGER : 0;
 	rs_put16(out + RS_BLOB_OFF_LENGTH, (uint16_t)n);
 	rs_put16(out + RS_BLOB_OFF_PRIV_LEN, b->priv_len);
 	rs_put32(out + RS_BLOB_OFF_HANDLE, b->handle);
@@ -87,6 +92,10 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 	f += layout(b->kind)->fields;
 	memcpy(f, b->priv, b->priv_len);
 	f += b->priv_len;
+	if (ledger) {
+		rs_put64(f, b->ledger);
+		f += RS_BLOB_LEDGER_SIZE;
+	}
 	rs_put32(f, rs_crc32c(out, (size_t)(f - out)));
 	return n;
 }
@@ -128,6 +137,7 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	const struct kind_layout *l;
 	size_t want;
 	uint32_t crc;
+	uint8_t flags;
 
 	if (!buf)
 		return rs_fail(RSHARE_E_INVAL, 0, "blob is NULL");
@@ -164,22 +174,33 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	if (b->priv_len > l->priv_max)
 		return corrupt("blob private part of %zu bytes exceeds %zu for its kind",
 			       b->priv_len, (size_t)l->priv_max);
-	want = blob_size(b->kind, b->priv_len);
+	flags = p[RS_BLOB_OFF_FLAGS];
+	b->has_ledger = (flags & RS_BLOB_FLAG_LEDGER) != 0;
+	want = blob_size(b->kind, b->priv_len, b->has_ledger);
 	if (want != len)
 		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
 	b->provider = p[RS_BLOB_OFF_PROVIDER];
 	if (b->provider != RSHARE_PROVIDER_HW && b->provider != RSHARE_PROVIDER_SIM)
 		return corrupt("blob provider %zu is unknown (%zu bytes)",
 			       (size_t)b->provider, len);
-	if (p[RS_BLOB_OFF_FLAGS] != 0)
-		return corrupt("blob flags 0x%zx are not defined (%zu bytes)",
-			       (size_t)p[RS_BLOB_OFF_FLAGS], len);
+	if (flags & ~RS_BLOB_FLAG_LEDGER)
+		return corrupt("blob flags 0x%zx are not defined (%zu bytes)", (size_t)flags,
+			       len);
 	b->handle = rs_get32(p + RS_BLOB_OFF_HANDLE);
 	b->guid = rs_get64(p + RS_BLOB_OFF_GUID);
 	b->table_id = rs_get64(p + RS_BLOB_OFF_TABLE);
 	b->serial = rs_get64(p + RS_BLOB_OFF_SERIAL);
 	decode_fields(p + RS_BLOB_COMMON_END, b);
 	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields, b->priv_len);
+	b->ledger = 0;
+	if (b->has_ledger) {
+		uint64_t serial = rs_get64(p + len - RS_BLOB_CRC_SIZE - RS_BLOB_LEDGER_SIZE);
+
+		if (serial > UINT32_MAX)
+			return corrupt("blob ledger serial %zu exceeds 32 bits (%zu bytes)",
+				       (size_t)serial, len);
+		b->ledger = (uint32_t)serial;
+	}
 	return RSHARE_OK;
 }
 
