@@ -377,3 +377,35 @@ void case_var_fault_mode(const struct hw_target *t)
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_device_close(a));
 }
+
+/* The ledger travels through the broker too: publish, attach, and the
+ * attached context refuses a blob of a freed PD. */
+void case_broker_ledger(const struct hw_target *t)
+{
+	unsigned char stale[RSHARE_BLOB_MAX];
+	char endpoint[108];
+	rshare_device *a = hw_open_dev(t->name), *d = NULL;
+	rshare_broker *br = NULL;
+	rshare_share *sh = NULL;
+	rshare_pd *gone, *pd, *got = NULL;
+	size_t slen, n;
+	char payload[4];
+
+	snprintf(endpoint, sizeof(endpoint), "@rshare-hw-ledger-%d", (int)getpid());
+	REQUIRE_OK(rshare_broker_start(endpoint, &br));
+	REQUIRE_OK(rshare_pd_alloc(a, &gone));
+	REQUIRE_OK(rshare_pd_export(gone, stale, sizeof(stale), &slen));
+	CHECK_OK(rshare_pd_free(gone));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd)); /* the freed handle and PD number again */
+	REQUIRE_OK(rshare_broker_publish(endpoint, "hw/ledger", a, NULL, 0, NULL, &sh));
+	REQUIRE_OK(rshare_broker_attach(endpoint, "hw/ledger", 0, &d, payload, sizeof(payload),
+					&n));
+	CHECK(caps_of(d) & RSHARE_CAP_LEDGER);
+	CHECK_ST(rshare_pd_import(d, stale, slen, &got), RSHARE_E_NOT_FOUND);
+	CHECK(got == NULL);
+	CHECK_OK(rshare_device_close(d));
+	CHECK_OK(rshare_broker_withdraw(sh));
+	CHECK_OK(rshare_broker_stop(br));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(a));
+}
