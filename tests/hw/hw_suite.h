@@ -89,6 +89,7 @@ void case_ledger_untrusted(const struct hw_target *t);
 void case_no_import_provider(const struct hw_target *t);
 void case_var_fault_mode(const struct hw_target *t);
 void case_broker_ledger(const struct hw_target *t);
+void case_export_sizes_room(const struct hw_target *t);
 
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);
