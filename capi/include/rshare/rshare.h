@@ -383,6 +383,11 @@ RSHARE_API int rshare_pd_handle(const rshare_pd *pd, uint32_t *handle);
  * The native rdma-core PD behind pd: a struct ibv_pd *, stored in *ibv_pd
  * (use it with ibv_reg_mr, ibv_create_qp, ...). Borrowed: valid until pd is
  * unimported or freed; never deallocate it yourself. Since 1.1.
+ * Parent domains: free any ibv_alloc_parent_domain() made over it before
+ * rshare_pd_unimport() (or closing a forked child's inherited device,
+ * which unimports): mlx5's unimport of a PD that still carries a parent
+ * domain fails and asserts (providers/mlx5/verbs.c mlx5_unimport_pd),
+ * aborting the process in rdma-core builds without NDEBUG.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
  * (a device without RSHARE_CAP_NATIVE, such as sim0).
  */
