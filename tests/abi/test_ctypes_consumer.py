@@ -100,6 +100,10 @@ API = {  # name: (restype, argtypes)
     "rshare_broker_attach": (c_int, [c_char_p, c_char_p, c_int, POINTER(c_void_p), c_void_p,
                                      c_size_t, _size_p]),
     "rshare_broker_list": (c_int, [c_char_p, c_char_p, c_size_t, _size_p]),
+    # Since 1.2.
+    "rshare_kind_name": (c_char_p, [c_int]),
+    "rshare_provider_name": (c_char_p, [c_int]),
+    "rshare_blob_size": (c_int, [c_void_p, c_size_t, _size_p]),
 }
 for _name, (_res, _args) in API.items():
     _fn = getattr(lib, _name)
