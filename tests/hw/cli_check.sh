@@ -37,6 +37,7 @@ run() {
 has() { grep -Eq "$1" "$out" || fail "$2: no line matching '$1'"; }
 
 STANDIN="RSHARE_LIBIBVERBS=$standin/libibverbs.so.1 RSHARE_LIBMLX5=$standin/libmlx5.so.1"
+NONE="RSHARE_LIBIBVERBS=$missing/libibverbs.so.1 RSHARE_LIBMLX5=$missing/libmlx5.so.1"
 
 if run "stand-in devices" $STANDIN -- devices; then
 	has '^mlx5_sim0 +0x0002c90300a1b2c0 +hw +[a-z,?-]+$' "stand-in devices"
@@ -79,7 +80,40 @@ if run "faulting VAR page demo" $FAULT -- demo --device mlx5_sim0; then
 fi
 # (That the mode faults on a touch is case var_fault_mode of hw_suite.)
 
-NONE="RSHARE_LIBIBVERBS=$missing/libibverbs.so.1 RSHARE_LIBMLX5=$missing/libmlx5.so.1"
+# Diagnostics: the libraries loaded, their version nodes, each device's
+# checking level and why a capability is off.
+if run "devices --verbose" $STANDIN -- devices --verbose; then
+	has "^  libibverbs +$standin/libibverbs.so.1\$" "devices --verbose"
+	has '^    IBVERBS_1.10 +resolved ' "devices --verbose"
+	has '^    MLX5_1.27 +resolved ' "devices --verbose"
+	has '^  checking level: ledger$' "devices --verbose"
+	has '^  pd off: its provider implements no import' "devices --verbose"
+	has '^  checking level: table$' "devices --verbose"
+fi
+if run "devices --verbose 44" $STANDIN44 -- devices --verbose; then
+	has '^    MLX5_1.27 +missing ' "devices --verbose 44"
+	has '^  var off: libmlx5 lacks MLX5_1.27' "devices --verbose 44"
+fi
+if run "devices --verbose --json" $STANDIN -- devices --verbose --json; then
+	has '^\{"rdma_core":\{"libibverbs":\{"path":"[^"]*libibverbs.so.1","nodes":\{"IBVERBS_1.1":true' "devices -v --json"
+	has '"name":"mlx5_sim0"[^}]*"checking":"ledger","off":\{\}' "devices -v --json"
+fi
+# The operator's self-check: every item passes on the stand-in's mlx5
+# device, with the VAR page faulting on any access; the rxe device shares
+# nothing, as it reports; without any RDMA device it exits 77.
+if run "selftest" $FAULT -- selftest --device mlx5_sim0; then
+	for item in capabilities identity 'PD reuse' 'MR reuse' 'DM reuse' VAR; do
+		has "^PASS  $item " "selftest"
+	done
+	has '^selftest: passed$' "selftest"
+fi
+if run "selftest rxe" $STANDIN -- selftest --device rxe_sim1; then
+	has '^PASS  capabilities +no sharing, as reported' "selftest rxe"
+fi
+env $NONE "$bin" selftest >"$out" 2>"$err"
+[ $? -eq 77 ] || fail "selftest without RDMA: exit status is not 77"
+grep -q 'no RDMA device' "$out" || fail "selftest without RDMA: no reason given"
+
 if run "no rdma-core" $NONE -- devices; then
 	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z,?-]+$' "no rdma-core"
 	[ "$(grep -c . "$out")" -eq 2 ] || fail "no rdma-core: more than sim0 listed"
