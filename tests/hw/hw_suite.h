@@ -41,6 +41,7 @@ void case_listing(const struct hw_target *t);
 void case_open_default(const struct hw_target *t);
 void case_not_a_context(const struct hw_target *t);
 void case_import_adopted_then_failed(const struct hw_target *t);
+void case_import_failed_kcmp_filtered(const struct hw_target *t);
 void case_pd_local(const struct hw_target *t);
 void case_pd_freed_elsewhere(const struct hw_target *t);
 void case_guid_mismatch(const struct hw_target *t);

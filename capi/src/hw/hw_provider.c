@@ -164,15 +164,23 @@ static bool hw_owns_fd(int fd)
 /* Are a and b the same open file description? */
 static bool same_file(int a, int b)
 {
-	struct stat sa, sb;
 	pid_t pid = getpid();
 	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+	int fa, now;
 
 	if (r >= 0)
 		return r == 0;
-	/* kcmp unavailable (kernel config, seccomp): same inode is as close. */
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	/* kcmp unavailable (kernel config, seccomp filters in containers).
+	 * The inode would not do: every open of a uverbs device is the same
+	 * char device inode. Status flags live in the open file description,
+	 * so flip O_APPEND through a and look through b (O_APPEND means
+	 * nothing to ioctl, mmap or a char device), then put it back. */
+	fa = fcntl(a, F_GETFL);
+	if (fa < 0 || fcntl(b, F_GETFL) != fa || fcntl(a, F_SETFL, fa ^ O_APPEND) < 0)
+		return false;
+	now = fcntl(b, F_GETFL);
+	fcntl(a, F_SETFL, fa);
+	return now >= 0 && (now & O_APPEND) != (fa & O_APPEND);
 }
 
 /*

@@ -196,18 +196,27 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 /* The STANDIN_FAIL_IMPORT hook: the provider step failed after adopting
  * cmd_fd, so it is closed. With the value "squat" another descriptor (of
- * /dev/null) then takes the same number, as another thread's open() could;
- * its number is left in STANDIN_SQUATTER_FD for the test, which must find
- * it still open: closing "the fd" again after the failure would close it. */
+ * /dev/null) then takes the same number, as another thread's open() could,
+ * with "reopen" another open of the same file (same inode, another open
+ * file description); its number is left in STANDIN_SQUATTER_FD for the
+ * test, which must find it still open: closing "the fd" again after the
+ * failure would close it. */
 static void fail_adopted(int cmd_fd)
 {
-	char num[16];
+	const char *how = getenv("STANDIN_FAIL_IMPORT");
+	char num[16], self[64];
 	int s;
 
+	/* "reopen": the squatter is another open of the same file (a new open
+	 * file description of the same inode), as another open() of the same
+	 * uverbs device would be. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", cmd_fd);
+	s = strcmp(how, "reopen") == 0 ? open(self, O_RDWR | O_CLOEXEC) : -1;
 	close(cmd_fd);
-	if (strcmp(getenv("STANDIN_FAIL_IMPORT"), "squat") != 0)
+	if (strcmp(how, "squat") == 0)
+		s = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	else if (strcmp(how, "reopen") != 0)
 		return;
-	s = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (s >= 0 && s != cmd_fd) {
 		dup3(s, cmd_fd, O_CLOEXEC);
 		close(s);
