@@ -733,7 +733,10 @@ RSHARE_API int rshare_blob_from_text(const char *text, void *buf, size_t cap,
 /**
  * Send dev's command fd (SCM_RIGHTS) and len bytes of payload (at most
  * RSHARE_PAYLOAD_MAX; payload may be NULL when len is 0) as one message
- * over sock, a connected AF_UNIX stream or seqpacket socket.
+ * over sock, a connected AF_UNIX stream or seqpacket socket. Since 1.2 a
+ * context with a ledger (RSHARE_CAP_LEDGER) sends the ledger's fd after its
+ * command fd; a 1.1 receiver refuses that message with RSHARE_E_PROTOCOL
+ * (docs/hardware.md, "Checking levels").
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_IO.
  */
 RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
@@ -749,12 +752,15 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * and the message stays queued. A message is read with two system calls (a
  * peek that takes the fd, then the read). Data that is not an rshare message
  * is refused and left queued; an rshare message with the wrong number of fds
- * is refused and dropped. A fd that is not a device context is closed and
- * refused. Blocks until a message comes.
+ * (1, or since 1.2 2: the device and its ledger) is refused and dropped. A
+ * fd that is not a device context is closed and refused; a second fd that
+ * is not that context's ledger is closed and the context kept without it.
+ * Blocks until a message comes.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
  * (not an rshare message, or no fd); RSHARE_E_NODEV (failure messages say
- * "the device fd received"); RSHARE_E_NOMEM; RSHARE_E_IO (including a peer
- * that closed the socket, and EMFILE).
+ * "the device fd received"); RSHARE_E_UNSUPPORTED (a context of a provider
+ * that cannot import: all but mlx5); RSHARE_E_NOMEM; RSHARE_E_IO (including
+ * a peer that closed the socket, and EMFILE).
  */
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);
