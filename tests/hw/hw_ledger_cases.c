@@ -102,6 +102,7 @@ void case_other_context_mismatch(const struct hw_target *t)
 	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->name);
 	rshare_device *cbare = hw_import_dev(c);
 	rshare_dm *dm, *wrong = NULL;
+	rshare_var *var, *vwrong = NULL;
 	size_t len;
 
 	/* DM of another context of the same device: another table, whether
@@ -113,6 +114,16 @@ void case_other_context_mismatch(const struct hw_target *t)
 	CHECK_ST(rshare_dm_import(cbare, blob, len, &wrong), RSHARE_E_DEVICE_MISMATCH);
 	CHECK(wrong == NULL);
 	CHECK_OK(rshare_dm_free(dm));
+	/* VARs too, where they can be shared: their blob names a's table. */
+	if (t->var_sharing) {
+		REQUIRE_OK(rshare_var_alloc(a, 0, &var));
+		REQUIRE_OK(rshare_var_export(var, blob, sizeof(blob), &len));
+		CHECK(table_of(blob) != 0 && table_of(blob) >> 56 == 0x48);
+		CHECK_ST(rshare_var_import(c, blob, len, &vwrong), RSHARE_E_DEVICE_MISMATCH);
+		CHECK_ST(rshare_var_import(cbare, blob, len, &vwrong), RSHARE_E_DEVICE_MISMATCH);
+		CHECK(vwrong == NULL);
+		CHECK_OK(rshare_var_free(var));
+	}
 	CHECK_OK(rshare_device_close(cbare));
 	CHECK_OK(rshare_device_close(c));
 	CHECK_OK(rshare_device_close(a));
@@ -383,7 +394,7 @@ void case_var_fault_mode(const struct hw_target *t)
 void case_broker_ledger(const struct hw_target *t)
 {
 	unsigned char stale[RSHARE_BLOB_MAX];
-	char endpoint[108];
+	char dir[] = "/tmp/rshare-hw-ledger-XXXXXX", endpoint[108];
 	rshare_device *a = hw_open_dev(t->name), *d = NULL;
 	rshare_broker *br = NULL;
 	rshare_share *sh = NULL;
@@ -391,7 +402,10 @@ void case_broker_ledger(const struct hw_target *t)
 	size_t slen, n;
 	char payload[4];
 
-	snprintf(endpoint, sizeof(endpoint), "@rshare-hw-ledger-%d", (int)getpid());
+	/* A socket path in a folder of its own (the broker keeps a lock file
+	 * next to it), removed at the end. */
+	REQUIRE(mkdtemp(dir));
+	snprintf(endpoint, sizeof(endpoint), "%s/broker.sock", dir);
 	REQUIRE_OK(rshare_broker_start(endpoint, &br));
 	REQUIRE_OK(rshare_pd_alloc(a, &gone));
 	REQUIRE_OK(rshare_pd_export(gone, stale, sizeof(stale), &slen));
@@ -406,6 +420,14 @@ void case_broker_ledger(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(d));
 	CHECK_OK(rshare_broker_withdraw(sh));
 	CHECK_OK(rshare_broker_stop(br));
+	{
+		char lock[160];
+
+		snprintf(lock, sizeof(lock), "%s.lock", endpoint);
+		unlink(lock);
+		unlink(endpoint);
+		CHECK(rmdir(dir) == 0);
+	}
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(a));
 }
