@@ -153,7 +153,9 @@ static int rshare_lua_broker_list(lua_State *L)
 	char *buf = NULL;
 	int st;
 
-	for (;;) {
+	/* The list may grow between two calls: a few more tries, not an
+	 * endless loop against a broker that always says NOSPACE. */
+	for (int tries = 0;; tries++) {
 		char *bigger = realloc(buf, cap);
 		if (!bigger) {
 			free(buf);
@@ -161,7 +163,7 @@ static int rshare_lua_broker_list(lua_State *L)
 		}
 		buf = bigger;
 		st = rshare_broker_list(endpoint, buf, cap, &len);
-		if (st != RSHARE_E_NOSPACE)
+		if (st != RSHARE_E_NOSPACE || tries == 7)
 			break;
 		cap = len + 4096;
 	}

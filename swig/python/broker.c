@@ -231,6 +231,8 @@ static PyObject *broker_attach(PyObject *self, PyObject *args)
 	return res;
 }
 
+#define RS_LIST_TRIES 8
+
 static PyObject *broker_list(PyObject *self, PyObject *args)
 {
 	const char *endpoint;
@@ -242,7 +244,9 @@ static PyObject *broker_list(PyObject *self, PyObject *args)
 	(void)self;
 	if (!PyArg_ParseTuple(args, "z:broker_list", &endpoint))
 		return NULL;
-	for (;;) {
+	/* The list may grow between two calls: a few more tries, not an
+	 * endless loop against a broker that always says NOSPACE. */
+	for (int tries = 0;; tries++) {
 		char *bigger = realloc(buf, cap);
 		if (!bigger) {
 			free(buf);
@@ -252,8 +256,12 @@ static PyObject *broker_list(PyObject *self, PyObject *args)
 		Py_BEGIN_ALLOW_THREADS
 		st = rshare_broker_list(endpoint, buf, cap, &len);
 		Py_END_ALLOW_THREADS
-		if (st != RSHARE_E_NOSPACE)
+		if (st != RSHARE_E_NOSPACE || tries == RS_LIST_TRIES - 1)
 			break;
+		if (PyErr_CheckSignals() < 0) { /* Ctrl-C between tries */
+			free(buf);
+			return NULL;
+		}
 		cap = len + 4096; /* it may grow before the next call */
 	}
 	res = st ? rs_py_raise(st) : PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");

@@ -308,3 +308,42 @@ def test_mr_and_dm_travel_with_their_pd(endpoint):
                 """
                 out = finish(child(code, endpoint)).split()
                 assert out == [str(pd.handle), "1", str(mr.attrs().rkey), "b'dm", "bytes'"]
+
+
+def test_shares_retries_a_growing_list_a_few_times_only(endpoint):
+    """A hostile broker whose list grows by more than the retry margin at
+    every request: shares() gives up after a few tries (issue 18, item 6;
+    it looped in C for as long as the broker went on)."""
+    import socket
+    import struct
+    import threading
+
+    served = []
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(endpoint)
+    listener.listen(8)
+    listener.settimeout(5)
+
+    def serve():
+        while len(served) < 50:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(64)
+                served.append(1)
+                body = b"[" + b"x" * (16384 * (len(served) + 1)) + b"]"
+                for off in range(0, len(body), 32768):
+                    chunk = body[off:off + 32768]
+                    more = 1 if off + 32768 < len(body) else 0
+                    conn.send(b"RSBK" + struct.pack("<HBBIi", 1, 0x84, more, len(chunk), 0)
+                              + chunk)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    with pytest.raises(rshare.BufferTooSmall):
+        rshare.shares(endpoint)
+    listener.close()
+    thread.join(10)
+    assert len(served) <= 8

@@ -3,7 +3,9 @@
  * The client side of the broker: one short connection per call, except a
  * publish, whose connection is the share's lifetime (the broker withdraws a
  * non-persistent share when it closes). Replies are parsed as untrusted:
- * exact lengths, known types, at most the fds expected (others closed).
+ * exact lengths, known types, at most the fds expected (others closed off
+ * this thread, as are the connections: closer.c), and only a character
+ * device or a sealed memfd taken for a device.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +31,6 @@
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
-#define MAX_FDS 8
 
 struct share_conn {
 	int fd;
@@ -98,12 +99,12 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 {
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+		char buf[CMSG_SPACE(RS_SCM_MAX_FD * sizeof(int))];
 	} ctl;
 	struct iovec iov = { rx, RX_MAX };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
-	int fds[MAX_FDS], nfds, status;
+	int fds[RS_SCM_MAX_FD], nfds, status;
 	ssize_t r;
 
 	rep->fd = rep->ledger_fd = -1;
@@ -116,7 +117,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (r < 0)
 		return rs_fail(RSHARE_E_IO, errno,
 			       "the broker closed the connection (it stopped or died)");
-	nfds = rs_cmsg_take_fds(&m, fds, MAX_FDS);
+	nfds = rs_cmsg_take_fds(&m, fds, RS_SCM_MAX_FD);
 	if (r == 0) /* end of stream, or an empty record (with fds, closed below) */
 		status = rs_fail(RSHARE_E_IO, ECONNRESET,
 				 "the broker closed the connection (it stopped or died)");
@@ -139,8 +140,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < 1)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
 	if (status) {
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
 	}
 	rep->body = rx + RSB_HDR;
@@ -169,11 +169,39 @@ static int request(int sock, const uint8_t *msg, size_t len, uint8_t want,
 	return after_send(sock, send_request(sock, msg, len, NULL, 0), want, timeout_ms, rx, rep);
 }
 
-/* A failure reply: its status, with the broker's message. */
-static int reply_failure(const struct reply *rep)
+/* May a broker answer a request of type want with status st? What it
+ * sends (server.c, docs/broker.md): anything else reaching the caller
+ * would be a status the call does not document. NOSPACE is an attach's
+ * only, with its length, and handled there. */
+static bool documented(uint8_t want, int32_t st)
+{
+	switch (st) {
+	case RSHARE_E_INVAL:
+	case RSHARE_E_BUSY:
+	case RSHARE_E_NOMEM:
+	case RSHARE_E_PROTOCOL:
+		return true;
+	case RSHARE_E_NODEV:
+		return want == RSB_PUBLISH;
+	case RSHARE_E_NOT_FOUND:
+	case RSHARE_E_PERM:
+		return want == RSB_ATTACH || want == RSB_WITHDRAW;
+	default:
+		return false;
+	}
+}
+
+/* A failure reply to a request of type want: its status, with the
+ * broker's message; PROTOCOL for a status the broker never sends. */
+static int reply_failure(const struct reply *rep, uint8_t want)
 {
 	size_t n = rep->h.len < RSB_TEXT_MAX ? rep->h.len : RSB_TEXT_MAX;
 	char text[RSB_TEXT_MAX + 1];
+
+	if (!documented(want, rep->h.status))
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d (%s), which it "
+			       "never sends to this request", rep->h.status,
+			       rshare_status_name(rep->h.status));
 
 	for (size_t i = 0; i < n; i++) /* print only plain text */
 		text[i] = rep->body[i] >= 32 && rep->body[i] < 127 ? (char)rep->body[i] : '?';
@@ -191,7 +219,7 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
 		return status;
 	status = request(s, req, len, want, timeout_ms, rx, rep);
 	if (status || !sock)
-		close(s);
+		rs_close_socket_untrusted(s);
 	else
 		*sock = s;
 	return status;
@@ -201,23 +229,42 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
  * Attach is the call programs repeat (the bindings wait in slices of it),
  * so its connection is kept for the next one: no socket, connect, accept
  * and credential lookup per attach, the broker's one hop is the request.
- * One per process. It is never reused by another process (after a fork:
- * the child forgets its copy), under other credentials (the broker judged
- * those when it accepted the connection), for another endpoint, or once the
- * broker closed it or wrote to it unasked (its idle timeout). */
+ * One per process. It is never reused by another process, under other
+ * credentials (the broker judged those when it accepted the connection),
+ * for another endpoint, or once the broker closed it or wrote to it unasked
+ * (its idle timeout). A forked child closes its copy at once, in the fork
+ * itself: a pre-fork worker that drops to another uid without exec must not
+ * find, among its fds, a connection the broker takes for its parent's
+ * (issue 18, item 8); a process that changes its uids or gids drops it at
+ * its next attach. */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 static struct {
 	int fd;
 	pid_t pid;
-	uid_t euid;
-	gid_t egid;
+	uid_t uid, euid;
+	gid_t gid, egid;
 	char path[RSB_PATH_MAX];
 } kept = { .fd = -1 };
 
 static void kept_prepare(void) { pthread_mutex_lock(&kept_lock); }
 static void kept_release(void) { pthread_mutex_unlock(&kept_lock); }
-static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_release); }
+static void kept_child(void)
+{
+	if (kept.fd >= 0)
+		close(kept.fd); /* our copy only: the parent's connection lives on */
+	kept.fd = -1;
+	pthread_mutex_unlock(&kept_lock);
+}
+static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_child); }
+
+/* Is the kept connection this process's, under the credentials it was
+ * made with? */
+static bool kept_mine(void)
+{
+	return kept.pid == getpid() && kept.uid == getuid() && kept.euid == geteuid() &&
+	       kept.gid == getgid() && kept.egid == getegid();
+}
 
 /* The kept connection to path, if usable (it is then no longer kept), or -1. */
 static int kept_take(const char *path)
@@ -229,11 +276,10 @@ static int kept_take(const char *path)
 	if (kept.fd >= 0) {
 		struct pollfd p = { .fd = kept.fd, .events = POLLIN };
 
-		if (kept.pid == getpid() && kept.euid == geteuid() && kept.egid == getegid() &&
-		    strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
+		if (kept_mine() && strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
 			fd = kept.fd;
 		else
-			close(kept.fd); /* in a forked child, only its own copy */
+			rs_close_socket_untrusted(kept.fd); /* in a forked child, only its own copy */
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
@@ -243,25 +289,28 @@ static int kept_take(const char *path)
 /* Keep fd (a connection to path that just completed a request). */
 static void kept_put(int fd, const char *path)
 {
+	pthread_once(&kept_once, kept_init);
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd < 0) {
 		kept.fd = fd;
 		kept.pid = getpid();
+		kept.uid = getuid();
 		kept.euid = geteuid();
+		kept.gid = getgid();
 		kept.egid = getegid();
 		memcpy(kept.path, path, strlen(path) + 1);
 		fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
 	if (fd >= 0)
-		close(fd);
+		rs_close_socket_untrusted(fd);
 }
 
 void rsb_client_forget(const char *path)
 {
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd >= 0 && kept.pid == getpid() && strcmp(kept.path, path) == 0) {
-		close(kept.fd);
+		rs_close_socket_untrusted(kept.fd);
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
@@ -283,14 +332,14 @@ static int transact_kept(const char *endpoint, const uint8_t *req, size_t len, u
 			break;
 		status = request(s, req, len, want, timeout_ms, rx, rep);
 		if (!status && rep->h.type == RSB_REPLY) {
-			close(s); /* refused: the broker closed it */
+			rs_close_socket_untrusted(s); /* refused: the broker closed it */
 			break;
 		}
 		if (!status) {
 			kept_put(s, path);
 			break;
 		}
-		close(s);
+		rs_close_socket_untrusted(s);
 		/* A kept connection the broker closed meanwhile: once more on a
 		 * new one. */
 		if (!(reused && status == RSHARE_E_IO &&
@@ -388,11 +437,11 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
-			status = reply_failure(&rep);
+			status = reply_failure(&rep, RSB_PUBLISH);
 		if (!status)
 			status = rs_slot_reserve(&slot);
 		if (status) {
-			close(s);
+			rs_close_socket_untrusted(s);
 			goto out;
 		}
 		sc->fd = s;
@@ -435,7 +484,7 @@ int rshare_broker_withdraw(rshare_share *share)
 	    RSHARE_OK)
 		recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
 	free(buf);
-	close(sc->fd);
+	rs_close_socket_untrusted(sc->fd);
 	free(sc);
 	rs_retire_commit(slot);
 	return RSHARE_OK;
@@ -455,7 +504,7 @@ int rshare_broker_withdraw_name(const char *endpoint, const char *name)
 	status = transact(endpoint, buf, rsb_encode_withdraw(buf, name, 0), RSB_WITHDRAW,
 			  REPLY_MS, buf, &rep, NULL);
 	if (!status && rep.h.status)
-		status = reply_failure(&rep);
+		status = reply_failure(&rep, RSB_WITHDRAW);
 	free(buf);
 	RS_RETURN(status);
 }
@@ -491,15 +540,15 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 				 "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
 				 payload ? cap : 0, *len);
 	} else if (rep.h.status) {
-		status = reply_failure(&rep);
+		status = reply_failure(&rep, RSB_ATTACH); /* NOSPACE without its length too */
 	} else if (rep.h.len > wire_cap) {
-		rs_close_quietly(rep.fd);
-		rs_close_quietly(rep.ledger_fd);
+		rs_close_untrusted(rep.fd);
+		rs_close_untrusted(rep.ledger_fd);
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 				 rep.h.len, wire_cap);
 	} else {
 		/* takes both fds */
-		status = rs_device_adopt(rep.fd, rep.ledger_fd, -1, (void **)dev);
+		status = rs_device_adopt_received(rep.fd, rep.ledger_fd, (void **)dev);
 		if (!status) {
 			if (rep.h.len)
 				memcpy(payload, rep.body, rep.h.len);
@@ -528,7 +577,16 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		uint8_t *bigger;
 
 		if (rep.h.status) {
-			status = reply_failure(&rep);
+			status = reply_failure(&rep, RSB_LIST);
+			break;
+		}
+		/* Every chunk but the last is at least half full (the broker
+		 * fills them with whole entries): a broker sending endless
+		 * small or empty ones is cut short. */
+		if ((rep.h.flags & RSB_FLAG_MORE) && rep.h.len < RSB_CHUNK / 2) {
+			status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker list chunk of %u bytes with "
+					 "more to follow (at least %d expected)", rep.h.len,
+					 RSB_CHUNK / 2);
 			break;
 		}
 		if (n + rep.h.len > LIST_MAX || !(bigger = realloc(json, n + rep.h.len + 1))) {
@@ -544,7 +602,7 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		status = recv_reply(s, RSB_LIST, REPLY_MS, rx, &rep);
 	}
 	if (s >= 0)
-		close(s);
+		rs_close_socket_untrusted(s);
 	if (!status && n == 0)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "empty broker list reply");
 	if (!status) {

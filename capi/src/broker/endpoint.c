@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -58,9 +59,39 @@ int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX])
 	return set_path(path, dir, "/broker.sock");
 }
 
-/* At the /tmp default, a broker of another user (who made the directory
- * before us, or a symlink to theirs) would be handed our devices and
- * payloads: there the broker must be this user or root. */
+/* The directory part of path (the working directory's "." if none). */
+static void dir_of(const char *path, char dir[RSB_PATH_MAX])
+{
+	char *slash;
+
+	memcpy(dir, path, strlen(path) + 1);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+/* May any user put a socket in path's place? A world-writable directory
+ * (/tmp, with or without its sticky bit: a name not yet taken is anyone's),
+ * or one that cannot be looked at. A directory of another user is that
+ * user's: whoever names an endpoint there trusts them. */
+static bool open_to_others(const char *path)
+{
+	char dir[RSB_PATH_MAX];
+	struct stat st;
+
+	dir_of(path, dir);
+	return stat(dir, &st) != 0 || (st.st_mode & S_IWOTH);
+}
+
+/* At the /tmp default, or any path in a directory others can write (an
+ * explicit `--socket /tmp/NAME.sock`), a broker of another user (who made
+ * the directory or bound the name before us, or a symlink to theirs) would
+ * be handed our devices and payloads: there the broker must be this user
+ * or root. */
 static int check_tmp_broker(int s, const char *path)
 {
 	char dir[64], def[RSB_PATH_MAX];
@@ -69,7 +100,7 @@ static int check_tmp_broker(int s, const char *path)
 
 	tmp_default(dir);
 	snprintf(def, sizeof(def), "%s/broker.sock", dir);
-	if (strcmp(path, def) != 0)
+	if (strcmp(path, def) != 0 && !open_to_others(path))
 		return RSHARE_OK;
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &n) != 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot tell who serves %s", path);
@@ -186,12 +217,37 @@ static int clear_stale(const char *path)
 	return RSHARE_OK;
 }
 
+/* Where the lock of the broker at path lives: PATH.lock beside it, unless
+ * others can write there (they could make and lock PATH.lock first and
+ * keep the broker from ever starting): then in this user's own broker
+ * directory (the /tmp default's, 0700 and checked), named after path. */
+static int lock_path(const char *path, char lock[RSB_PATH_MAX + 32])
+{
+	uint64_t h = 14695981039346656037ull;
+	char dir[64], probe[RSB_PATH_MAX];
+	int status;
+
+	if (!open_to_others(path)) {
+		snprintf(lock, RSB_PATH_MAX + 32, "%s.lock", path);
+		return RSHARE_OK;
+	}
+	for (const char *p = path; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	tmp_default(dir);
+	snprintf(probe, sizeof(probe), "%s/x", dir);
+	status = prepare_dir(probe);
+	if (!status)
+		snprintf(lock, RSB_PATH_MAX + 32, "%s/lock-%016llx", dir, (unsigned long long)h);
+	return status;
+}
+
 static int take_lock(const char *path, int *lock_fd)
 {
-	char lock[RSB_PATH_MAX + 8];
-	int fd;
+	char lock[RSB_PATH_MAX + 32];
+	int fd, status = lock_path(path, lock);
 
-	snprintf(lock, sizeof(lock), "%s.lock", path);
+	if (status)
+		return status;
 	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,

@@ -133,10 +133,11 @@ static int parse_header(const uint8_t *h, int sock, uint32_t *len)
 	return RSHARE_OK;
 }
 
+/* The peer's fds: closed off this thread (closer.c), as a peer can send
+ * one whose close blocks. */
 static void close_fds(const int *fds, int n)
 {
-	for (int i = 0; i < n; i++)
-		rs_close_quietly(fds[i]);
+	rs_close_untrusted_all(fds, n);
 }
 
 /* The message at the head of the queue, left there: its header (r bytes
@@ -187,18 +188,29 @@ static int out_of_fds(int sock)
 
 /* Take an rshare message with the wrong fds off the queue so the next
  * receive can proceed: the record on a seqpacket socket, its header and
- * announced payload (plen) on a stream. The kernel drops its fds. */
+ * announced payload (plen) on a stream. Its fds are received (room for the
+ * most a message can carry) and closed off this thread: fds the kernel
+ * dropped for want of room would be released on ours. */
 static void discard(int sock, uint32_t plen)
 {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(RS_SCM_MAX_FD * sizeof(int))];
+	} ctl;
 	uint8_t scratch[512];
 	size_t n = CH_HDR + (size_t)plen;
-	int type = SOCK_STREAM;
+	int type = SOCK_STREAM, fds[RS_SCM_MAX_FD];
 	socklen_t tlen = sizeof(type);
 
 	getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tlen);
 	do {
-		ssize_t r = recv(sock, scratch, n < sizeof(scratch) ? n : sizeof(scratch),
-				 MSG_DONTWAIT);
+		struct iovec iov = { scratch, n < sizeof(scratch) ? n : sizeof(scratch) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		ssize_t r = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (r >= 0)
+			close_fds(fds, rs_cmsg_take_fds(&msg, fds, RS_SCM_MAX_FD));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || type != SOCK_STREAM)
@@ -311,7 +323,7 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 		RS_RETURN(status);
 	}
 	/* takes both fds */
-	status = rs_device_adopt(p.fds[0], p.nfds == 2 ? p.fds[1] : -1, -1, (void **)dev);
+	status = rs_device_adopt_received(p.fds[0], p.nfds == 2 ? p.fds[1] : -1, (void **)dev);
 	if (status)
 		RS_RETURN(status);
 	*len = plen;

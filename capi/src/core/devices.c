@@ -188,9 +188,13 @@ int rs_device_adopt(int fd, int ledger_fd, int user_fd, void **out)
 	}
 	status = owner->import(fd, &ctx);
 	if (ctx.ledger_in >= 0)
-		rs_close_quietly(ctx.ledger_in); /* not taken: no use for it */
+		rs_close_untrusted(ctx.ledger_in); /* not taken: no use for it */
 	if (status) {
-		rs_close_quietly(fd);
+		/* A received fd is anyone's: its close may block (closer.c). */
+		if (user_fd >= 0)
+			rs_close_quietly(fd);
+		else
+			rs_close_untrusted(fd);
 		/* Providers phrase their causes as predicates without a fd
 		 * number ("is not a ..."): theirs is our duplicate, which
 		 * means nothing to the caller. */
@@ -208,6 +212,22 @@ int rs_ctx_fds(const struct rs_ctx *ctx, int fds[2])
 		return 1;
 	fds[1] = rs_ledger_fd(ctx->ledger);
 	return 2;
+}
+
+int rs_device_adopt_received(int fd, int ledger_fd, void **out)
+{
+	if (ledger_fd >= 0 && !rs_fd_may_be_device(ledger_fd)) {
+		rs_close_untrusted(ledger_fd); /* not a memfd: no ledger */
+		ledger_fd = -1;
+	}
+	if (!rs_fd_may_be_device(fd)) {
+		rs_close_untrusted(fd);
+		if (ledger_fd >= 0)
+			rs_close_untrusted(ledger_fd);
+		return rs_fail(RSHARE_E_NODEV, 0, "the device fd received is not a device context "
+			       "(neither a character device nor a sealed memfd)");
+	}
+	return rs_device_adopt(fd, ledger_fd, -1, out);
 }
 
 int rshare_device_import(int fd, rshare_device **out)

@@ -189,6 +189,12 @@ int rs_unsupported(const struct rs_ctx *ctx, const char *what);
  * the library's private duplicate), or, when user_fd is -1, "the device fd
  * received" (a fd the caller never saw). */
 int rs_device_adopt(int fd, int ledger_fd, int user_fd, void **out_handle);
+/* rs_device_adopt() of an fd another process sent, with the ledger fd that
+ * came with it (or -1): only a kind a device can be (rs_fd_may_be_device)
+ * reaches a provider, which may talk to the file; anything else is closed
+ * off this thread (RSHARE_E_NODEV; a ledger fd of another kind is closed
+ * and the context adopted without it). */
+int rs_device_adopt_received(int fd, int ledger_fd, void **out_handle);
 /* The fds that carry ctx to another process: its command fd, then its
  * ledger's if it has one. Returns how many (1 or 2). */
 int rs_ctx_fds(const struct rs_ctx *ctx, int fds[2]);

@@ -36,6 +36,7 @@
 
 #include "core/ledger.h"
 #include "hw/hw_internal.h"
+#include "util/fdutil.h"
 
 #define TABLE_TAG 0x48ULL
 /* Handles a bare-fd import looks through for the sentinel: mlx5 makes one
@@ -126,7 +127,7 @@ void rs_hw_table_import(struct rs_ctx *ctx)
 	if (ctx->ledger_in >= 0 && identifiable(ctx))
 		l = rs_ledger_adopt(ctx->ledger_in, ctx->guid);
 	else if (ctx->ledger_in >= 0)
-		close(ctx->ledger_in);
+		rs_close_untrusted(ctx->ledger_in);
 	ctx->ledger_in = -1;
 	if (l) {
 		/* The ledger is untrusted: its sentinel must be this table's. */

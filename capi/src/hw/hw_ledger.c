@@ -101,7 +101,7 @@ struct rs_ledger *rs_ledger_adopt(int fd, uint64_t guid)
 	 * never loses its end (no SIGBUS), whatever a peer does. */
 	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS || (seals & F_SEAL_WRITE) ||
 	    fstat(fd, &st) < 0 || st.st_size != LEDGER_SIZE || !(l = wrap(fd))) {
-		rs_close_quietly(fd);
+		rs_close_untrusted(fd); /* another process's fd: its close may block */
 		return NULL;
 	}
 	if (SH_LOAD(l->f->magic) != LEDGER_MAGIC || SH_LOAD(l->f->layout) != LEDGER_LAYOUT ||
