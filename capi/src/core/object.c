@@ -80,9 +80,14 @@ static void leave_parent(struct rs_obj *parent, struct rs_slot *dev_slot)
  * None for a VAR: on hardware its kernel handle is private to libmlx5
  * (inside the export record), so a VAR keeps its own checks (a nonce, the
  * VARs this context has seen, the mmap probe: hw_var.c). */
+static bool ledger_covers(const struct rs_obj *obj)
+{
+	return obj->dev->ctx.ledger && obj->ops->slot_kind != RS_OBJ_VAR;
+}
+
 static bool ledger_handle(const struct rs_obj *obj, uint32_t *handle)
 {
-	if (!obj->dev->ctx.ledger || obj->ops->slot_kind == RS_OBJ_VAR)
+	if (!ledger_covers(obj))
 		return false;
 	*handle = obj->ops->handle(obj);
 	return true;
@@ -126,9 +131,9 @@ int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *a
  * ledger: its handle must not have been freed through rshare since. */
 static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
 {
-	uint32_t now, unused;
+	uint32_t now;
 
-	if (!b->has_ledger || !ledger_handle(obj, &unused) ||
+	if (!b->has_ledger || !ledger_covers(obj) ||
 	    !rs_ledger_get(obj->dev->ctx.ledger, b->handle, &now))
 		return RSHARE_OK;
 	if (now != b->ledger)
