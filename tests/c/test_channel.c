@@ -111,9 +111,18 @@ static void round_trip(int type, rshare_device *dev, const unsigned char *blob, 
 		CHECK_OK(rshare_device_fd(dev, &fd));
 		two[0] = fd;
 		two[1] = devnull;
-		send_raw(sv[0], "RSHC", 0, two, 2); /* two fds */
-		CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
-			 RSHARE_E_PROTOCOL);
+		/* Two fds: the device and its ledger (since 1.2). A second fd
+		 * that is no ledger is closed and the device still adopted. */
+		send_raw(sv[0], "RSHC", 0, two, 2);
+		CHECK_OK(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len));
+		CHECK_OK(rshare_device_close(got));
+		{
+			int three[3] = { fd, devnull, devnull };
+
+			send_raw(sv[0], "RSHC", 0, three, 3); /* three fds */
+			CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
+				 RSHARE_E_PROTOCOL);
+		}
 		CHECK(count_fds() == fds_before); /* every received fd was closed */
 		close(p[0]);
 		close(p[1]);

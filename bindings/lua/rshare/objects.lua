@@ -296,7 +296,7 @@ function objects.build(B)
 
   -- Since 1.1.
   local MAX_EXACT = 2^53 - 1 -- lengths and offsets: whole numbers a double holds exactly
-  local CAPS = { "pd", "var", "mr", "dm", "native" } -- the RSHARE_CAP_* bits, in order
+  local CAPS = { "pd", "var", "mr", "dm", "native", "ledger" } -- the RSHARE_CAP_* bits, in order
 
   -- The device's capabilities as a set: caps.pd, caps.var, caps.mr, caps.dm,
   -- caps.native are true or false; caps.mask is the bit mask.

@@ -32,6 +32,7 @@ class Caps(enum.IntFlag):
     MR = _c.RSHARE_CAP_MR
     DM = _c.RSHARE_CAP_DM
     NATIVE = _c.RSHARE_CAP_NATIVE
+    LEDGER = _c.RSHARE_CAP_LEDGER
 
 
 Blob = Union[bytes, bytearray, memoryview, str]

@@ -42,17 +42,19 @@ struct reply {
 	struct rsb_header h;
 	uint8_t *body;
 	int fd;
+	int ledger_fd; /* an attach reply's second fd (the device's ledger), or -1 */
 };
 
-static int send_request(int sock, const uint8_t *msg, size_t len, int fd)
+/* Send a request with nfds fds (0, or a device's 1 or 2) attached. */
+static int send_request(int sock, const uint8_t *msg, size_t len, const int *fds, int nfds)
 {
-	union rs_one_fd_cmsg ctl;
+	union rs_dev_fds_cmsg ctl;
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t r;
 
-	if (fd >= 0)
-		rs_cmsg_attach_fd(&m, &ctl, fd);
+	if (nfds)
+		rs_cmsg_attach_fds(&m, &ctl, fds, nfds);
 	do
 		r = sendmsg(sock, &m, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -119,7 +121,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	int fds[RS_SCM_MAX_FD], nfds, status;
 	ssize_t r;
 
-	rep->fd = -1;
+	rep->fd = rep->ledger_fd = -1;
 	status = wait_readable(sock, timeout_ms);
 	if (status)
 		return status;
@@ -146,9 +148,10 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && (rep->h.status > 0 || rep->h.status < -255))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d",
 				 rep->h.status);
-	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH))
+	/* An attach reply carries the device fd and, since 1.2, its ledger's. */
+	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH ? 2 : 0))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply carried %d fds", nfds);
-	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds != 1)
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < 1)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
@@ -156,6 +159,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	}
 	rep->body = rx + RSB_HDR;
 	rep->fd = nfds ? fds[0] : -1;
+	rep->ledger_fd = nfds == 2 ? fds[1] : -1;
 	return RSHARE_OK;
 }
 
@@ -176,7 +180,7 @@ static int after_send(int sock, int sent, uint8_t want, int64_t timeout_ms, uint
 static int request(int sock, const uint8_t *msg, size_t len, uint8_t want,
 		   int64_t timeout_ms, uint8_t *rx, struct reply *rep)
 {
-	return after_send(sock, send_request(sock, msg, len, -1), want, timeout_ms, rx, rep);
+	return after_send(sock, send_request(sock, msg, len, NULL, 0), want, timeout_ms, rx, rep);
 }
 
 /* May a broker answer a request of type want with status st? What it
@@ -445,7 +449,9 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 	status = rsb_connect(endpoint, &s);
 	if (!status) {
 		/* Pinned while sending: the fd cannot be closed under us. */
-		status = send_request(s, buf, n, dslot->u.dev->ctx.fd);
+		int dfds[2];
+
+		status = send_request(s, buf, n, dfds, rs_ctx_fds(&dslot->u.dev->ctx, dfds));
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
@@ -492,7 +498,7 @@ int rshare_broker_withdraw(rshare_share *share)
 		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM,
 				  "out of memory for the withdrawal (the share is still published)"));
 	}
-	if (send_request(sc->fd, buf, rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN), -1) ==
+	if (send_request(sc->fd, buf, rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN), NULL, 0) ==
 	    RSHARE_OK)
 		recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
 	free(buf);
@@ -539,12 +545,14 @@ static int attach_result(struct reply *rep, uint32_t wire_cap, rshare_device **d
 		return reply_failure(rep, RSB_ATTACH); /* NOSPACE without its length too */
 	if (rep->h.len > wire_cap) {
 		rs_close_untrusted(rep->fd);
-		rep->fd = -1;
+		rs_close_untrusted(rep->ledger_fd);
+		rep->fd = rep->ledger_fd = -1;
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 			       rep->h.len, wire_cap);
 	}
-	status = rs_device_adopt_received(rep->fd, (void **)dev); /* takes the fd */
-	rep->fd = -1;
+	/* takes both fds */
+	status = rs_device_adopt_received(rep->fd, rep->ledger_fd, (void **)dev);
+	rep->fd = rep->ledger_fd = -1;
 	if (!status) {
 		if (rep->h.len)
 			memcpy(payload, rep->body, rep->h.len);
@@ -674,6 +682,8 @@ static void attach_op_free(struct attach_op *op)
 {
 	if (op->rep.fd >= 0)
 		rs_close_untrusted(op->rep.fd);
+	if (op->rep.ledger_fd >= 0)
+		rs_close_untrusted(op->rep.ledger_fd);
 	rs_close_socket_untrusted(op->fd);
 	pthread_mutex_destroy(&op->lock);
 	free(op->rx);
@@ -697,7 +707,7 @@ int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_at
 		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate an attach operation"));
 	}
 	pthread_mutex_init(&op->lock, NULL);
-	op->rep.fd = -1;
+	op->rep.fd = op->rep.ledger_fd = -1;
 	status = rsb_connect(endpoint, &op->fd);
 	if (status) {
 		op->fd = -1;
@@ -708,7 +718,7 @@ int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_at
 	}
 	status = send_request(op->fd, op->rx,
 			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX),
-			      -1);
+			      NULL, 0);
 	if (!status)
 		status = rs_slot_reserve(&slot);
 	if (status) {

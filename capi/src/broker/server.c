@@ -61,7 +61,8 @@ struct share {
 	struct share *next;      /* hash chain */
 	char name[RSHARE_SHARE_NAME_MAX + 1];
 	rshare_device *dev;      /* the broker's reference to the context */
-	int dev_fd;
+	int dev_fds[2]; /* the device's command fd and its ledger's (rs_ctx_fds) */
+	int ndev_fds;
 	uint8_t *payload;
 	uint32_t len;
 	char blobs[96];          /* JSON: the payload's blob kinds, or null */
@@ -185,12 +186,13 @@ static void drop_share(struct rsb_server *s, struct share **p)
 
 /* ---- replies ---- */
 
-/* Send one reply message now, with fd (or -1) attached. A client whose
- * socket is full is not reading its replies: it is dropped. */
+/* Send one reply message now, with nfds fds (0, or a device's 1 or 2)
+ * attached. A client whose socket is full is not reading its replies: it
+ * is dropped. */
 static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
-		     const void *body, size_t len, int fd)
+		     const void *body, size_t len, const int *fds, int nfds)
 {
-	union rs_one_fd_cmsg ctl;
+	union rs_dev_fds_cmsg ctl;
 	uint8_t hdr[RSB_HDR];
 	struct iovec iov[2] = { { hdr, RSB_HDR }, { (void *)body, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
@@ -199,8 +201,8 @@ static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status
 	if (c->dead)
 		return;
 	rsb_put_header(hdr, type, flags, (uint32_t)len, status);
-	if (fd >= 0)
-		rs_cmsg_attach_fd(&msg, &ctl, fd);
+	if (nfds)
+		rs_cmsg_attach_fds(&msg, &ctl, fds, nfds);
 	do
 		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -208,7 +210,6 @@ static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status
 		c->dead = true; /* gone, or not reading its replies */
 }
 
-/* An error reply: the status and rshare_last_error()'s text. */
 /* A failure reply: status and its message, the text the client reports. */
 static void send_error(struct conn *c, uint8_t type, int status, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -224,7 +225,7 @@ static void send_error(struct conn *c, uint8_t type, int status, const char *fmt
 	if (n < 0)
 		n = 0;
 	send_msg(c, type | RSB_REPLY, 0, status, text,
-		 (size_t)n < RSB_TEXT_MAX ? (size_t)n : RSB_TEXT_MAX, -1);
+		 (size_t)n < RSB_TEXT_MAX ? (size_t)n : RSB_TEXT_MAX, NULL, 0);
 }
 
 /* ---- policy ---- */
@@ -264,10 +265,11 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
 	}
 	if (sh->len > cap) {
 		rs_put32(need, sh->len);
-		send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_E_NOSPACE, need, 4, -1);
+		send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_E_NOSPACE, need, 4, NULL, 0);
 		return;
 	}
-	send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_OK, sh->payload, sh->len, sh->dev_fd);
+	send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_OK, sh->payload, sh->len, sh->dev_fds,
+		 sh->ndev_fds);
 	if (!c->dead)
 		sh->attaches++;
 }
@@ -327,9 +329,9 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	rshare_device *dev;
 	int status;
 
-	if (nfds != 1) {
+	if (nfds != 1 && nfds != 2) {
 		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL,
-			   "publish carried %d fds, exactly 1 expected", nfds);
+			   "publish carried %d fds, 1 or 2 (device, ledger) expected", nfds);
 		c->dead = true;
 		return;
 	}
@@ -362,8 +364,8 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
-	status = rs_device_adopt_received(fds[0], (void **)&dev);
-	fds[0] = -1; /* taken, even on failure */
+	status = rs_device_adopt_received(fds[0], nfds == 2 ? fds[1] : -1, (void **)&dev);
+	fds[0] = fds[nfds - 1] = -1; /* taken, even on failure */
 	if (status) {
 		free(sh->payload);
 		free(sh);
@@ -373,7 +375,15 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 			   rs_last_error()); /* adopt's cause */
 		return;
 	}
-	rshare_device_fd(dev, &sh->dev_fd);
+	{
+		/* The fds stay valid while the broker holds the device. */
+		struct rs_slot *ds;
+
+		if (rs_pin(dev, RS_OBJ_DEVICE, &ds) == RSHARE_OK) {
+			sh->ndev_fds = rs_ctx_fds(&ds->u.dev->ctx, sh->dev_fds);
+			rs_unpin(ds);
+		}
+	}
 	sh->dev = dev;
 	memcpy(sh->name, r->name, sizeof(sh->name));
 	if (r->payload_len)
@@ -398,7 +408,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	s->nshares++;
 	s->payload_bytes += sh->len;
 	c->nshares++;
-	send_msg(c, RSB_PUBLISH | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
+	send_msg(c, RSB_PUBLISH | RSB_REPLY, 0, RSHARE_OK, NULL, 0, NULL, 0);
 	/* Attachers waiting for this name. */
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *w = s->conns[i];
@@ -445,7 +455,7 @@ static void do_withdraw(struct rsb_server *s, struct conn *c, const struct rsb_r
 		return;
 	}
 	drop_share(s, slot);
-	send_msg(c, RSB_WITHDRAW | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
+	send_msg(c, RSB_WITHDRAW | RSB_REPLY, 0, RSHARE_OK, NULL, 0, NULL, 0);
 }
 
 /* A list is sent in chunks made when the socket takes them, from the
@@ -570,7 +580,7 @@ static void do_waiting(struct rsb_server *s, struct conn *c)
 		size_t piece = len - off > RSB_CHUNK ? RSB_CHUNK : len - off;
 
 		send_msg(c, RSB_WAITING | RSB_REPLY, off + piece < len ? RSB_FLAG_MORE : 0,
-			 RSHARE_OK, buf + off, piece, -1);
+			 RSHARE_OK, buf + off, piece, NULL, 0);
 	}
 	free(all);
 	free(p);

@@ -43,22 +43,26 @@ uint64_t rs_blob_get(const struct rs_blob *b, int field)
 	}
 }
 
-static size_t blob_size(const struct rs_kind *k, size_t priv_len)
+static size_t blob_size(const struct rs_kind *k, size_t priv_len, bool ledger)
 {
-	return RS_BLOB_COMMON_END + k->fields_len + priv_len + RS_BLOB_CRC_SIZE;
+	return RS_BLOB_COMMON_END + k->fields_len + priv_len +
+	       (ledger ? RS_BLOB_LEDGER_SIZE : 0) + RS_BLOB_CRC_SIZE;
 }
 
 size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 {
 	const struct rs_kind *k = rs_kind(b->kind);
-	size_t n = blob_size(k, b->priv_len);
+	/* A ledger serial that would not fit leaves the blob at the checks
+	 * of a context without the ledger (no kind reaches that today). */
+	bool ledger = b->has_ledger && blob_size(k, b->priv_len, true) <= RSHARE_BLOB_MAX;
+	size_t n = blob_size(k, b->priv_len, ledger);
 	uint8_t *f = out + RS_BLOB_COMMON_END;
 
 	memcpy(out + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4);
 	out[RS_BLOB_OFF_FORMAT] = RS_BLOB_FORMAT;
 	out[RS_BLOB_OFF_KIND] = (uint8_t)b->kind;
 	out[RS_BLOB_OFF_PROVIDER] = (uint8_t)b->provider;
-	out[RS_BLOB_OFF_FLAGS] = 0;
+	out[RS_BLOB_OFF_FLAGS] = ledger ? RS_BLOB_FLAG_LEDGER : 0;
 	rs_put16(out + RS_BLOB_OFF_LENGTH, (uint16_t)n);
 	rs_put16(out + RS_BLOB_OFF_PRIV_LEN, b->priv_len);
 	rs_put32(out + RS_BLOB_OFF_HANDLE, b->handle);
@@ -69,6 +73,10 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 	f += k->fields_len;
 	memcpy(f, b->priv, b->priv_len);
 	f += b->priv_len;
+	if (ledger) {
+		rs_put64(f, b->ledger);
+		f += RS_BLOB_LEDGER_SIZE;
+	}
 	rs_put32(f, rs_crc32c(out, (size_t)(f - out)));
 	return n;
 }
@@ -82,6 +90,7 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	const struct rs_kind *l;
 	size_t want;
 	uint32_t crc;
+	uint8_t flags;
 
 	if (!buf)
 		return rs_fail(RSHARE_E_INVAL, 0, "blob is NULL");
@@ -116,15 +125,16 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	if (b->priv_len > l->priv_max)
 		return corrupt("blob private part of %u bytes exceeds %u for its kind",
 			       (unsigned)b->priv_len, (unsigned)l->priv_max);
-	want = blob_size(l, b->priv_len);
+	flags = p[RS_BLOB_OFF_FLAGS];
+	b->has_ledger = (flags & RS_BLOB_FLAG_LEDGER) != 0;
+	want = blob_size(l, b->priv_len, b->has_ledger);
 	if (want != len)
 		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
 	b->provider = p[RS_BLOB_OFF_PROVIDER];
 	if (!rs_provider_name(b->provider))
 		return corrupt("blob provider %d is unknown (%zu bytes)", b->provider, len);
-	if (p[RS_BLOB_OFF_FLAGS] != 0)
-		return corrupt("blob flags 0x%x are not defined (%zu bytes)",
-			       (unsigned)p[RS_BLOB_OFF_FLAGS], len);
+	if (flags & ~RS_BLOB_FLAG_LEDGER)
+		return corrupt("blob flags 0x%x are not defined (%zu bytes)", (unsigned)flags, len);
 	b->handle = rs_get32(p + RS_BLOB_OFF_HANDLE);
 	b->guid = rs_get64(p + RS_BLOB_OFF_GUID);
 	b->table_id = rs_get64(p + RS_BLOB_OFF_TABLE);
@@ -133,6 +143,15 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	b->length = b->mmap_off = b->pd_serial = b->addr = 0;
 	l->decode(p + RS_BLOB_COMMON_END, b);
 	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields_len, b->priv_len);
+	b->ledger = 0;
+	if (b->has_ledger) {
+		uint64_t serial = rs_get64(p + len - RS_BLOB_CRC_SIZE - RS_BLOB_LEDGER_SIZE);
+
+		if (serial > UINT32_MAX)
+			return corrupt("blob ledger serial %zu exceeds 32 bits (%zu bytes)",
+				       (size_t)serial, len);
+		b->ledger = (uint32_t)serial;
+	}
 	return RSHARE_OK;
 }
 

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The channel: one message = a 16-byte header, the payload, and the device
- * fd as SCM_RIGHTS ancillary data on the first byte.
+ * fd as SCM_RIGHTS ancillary data on the first byte, followed (since 1.2)
+ * by its ledger's fd when the context has a ledger (ledger.h). A 1.1
+ * receiver refuses a message with two fds cleanly: RSHARE_E_PROTOCOL
+ * ("exactly 1 expected"), the message and both fds dropped, nothing
+ * adopted; contexts without a ledger (sim0, hardware from a bare fd) still
+ * send one fd, which every version reads.
  *
  * Header (little-endian): magic "RSHC", u16 version (1), u16 flags (0),
  * u32 payload length, u32 reserved (0).
@@ -60,14 +65,14 @@ static int send_rest(int sock, const uint8_t *p, size_t n)
 int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 			size_t len)
 {
-	union rs_one_fd_cmsg ctl;
+	union rs_dev_fds_cmsg ctl;
 	uint8_t hdr[CH_HDR];
 	struct iovec iov[2] = { { hdr, CH_HDR }, { (void *)payload, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	struct rs_slot *slot;
 	size_t sent;
 	ssize_t r;
-	int status, fd;
+	int status, fds[2];
 
 	if (sock < 0)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "socket %d is negative", sock));
@@ -80,9 +85,8 @@ int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 	status = rs_pin(dev, RS_OBJ_DEVICE, &slot);
 	if (status)
 		RS_RETURN(status);
-	fd = slot->u.dev->ctx.fd;
 	make_header(hdr, (uint32_t)len);
-	rs_cmsg_attach_fd(&msg, &ctl, fd);
+	rs_cmsg_attach_fds(&msg, &ctl, fds, rs_ctx_fds(&slot->u.dev->ctx, fds));
 	do
 		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -326,10 +330,10 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 				  "no free fd for the device the message carries "
 				  "(the message stays queued)"));
 	}
-	if (p.ctrunc || p.nfds != 1) {
+	if (p.ctrunc || p.nfds < 1 || p.nfds > 2) {
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "message carried %d fd(s)%s, exactly 1 expected", p.nfds,
-				 p.ctrunc ? " or more" : "");
+				 "message carried %d fd(s)%s, 1 or 2 (device, ledger) expected",
+				 p.nfds, p.ctrunc ? " or more" : "");
 		goto drop;
 	}
 	if (plen && (!payload || cap < plen)) {
@@ -345,7 +349,8 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 		close_fds(p.fds, p.nfds);
 		RS_RETURN(status);
 	}
-	status = rs_device_adopt_received(p.fds[0], (void **)dev); /* takes the fd */
+	/* takes both fds */
+	status = rs_device_adopt_received(p.fds[0], p.nfds == 2 ? p.fds[1] : -1, (void **)dev);
 	if (status)
 		RS_RETURN(status);
 	*len = plen;

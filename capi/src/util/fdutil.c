@@ -25,18 +25,29 @@ void rs_close_quietly(int fd)
 	errno = saved;
 }
 
-void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd)
+static void attach(struct msghdr *msg, char *buf, size_t cap, const int *fds, int n)
 {
 	struct cmsghdr *cm;
 
-	memset(ctl->buf, 0, sizeof(ctl->buf));
-	msg->msg_control = ctl->buf;
-	msg->msg_controllen = sizeof(ctl->buf);
+	memset(buf, 0, cap);
+	msg->msg_control = buf;
+	msg->msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
 	cm = CMSG_FIRSTHDR(msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, (size_t)n * sizeof(int));
+}
+
+void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd)
+{
+	attach(msg, ctl->buf, sizeof(ctl->buf), &fd, 1);
+}
+
+void rs_cmsg_attach_fds(struct msghdr *msg, union rs_dev_fds_cmsg *ctl, const int *fds,
+			int n)
+{
+	attach(msg, ctl->buf, sizeof(ctl->buf), fds, n);
 }
 
 int rs_cmsg_take_fds(struct msghdr *msg, int *fds, int max)
