@@ -279,7 +279,7 @@ static bool kept_mine(void)
 /* The kept connection to path, if usable (it is then no longer kept), or -1. */
 static int kept_take(const char *path)
 {
-	int fd = -1;
+	int fd = -1, drop = -1;
 
 	pthread_once(&kept_once, kept_init);
 	pthread_mutex_lock(&kept_lock);
@@ -289,10 +289,11 @@ static int kept_take(const char *path)
 		if (kept_mine() && strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
 			fd = kept.fd;
 		else
-			rs_close_socket_untrusted(kept.fd); /* in a forked child, only its own copy */
+			drop = kept.fd;
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
+	rs_close_socket_untrusted(drop); /* no lock held: closer.c takes its own */
 	return fd;
 }
 
@@ -318,12 +319,15 @@ static void kept_put(int fd, const char *path)
 
 void rsb_client_forget(const char *path)
 {
+	int drop = -1;
+
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd >= 0 && kept.pid == getpid() && strcmp(kept.path, path) == 0) {
-		rs_close_socket_untrusted(kept.fd);
+		drop = kept.fd;
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
+	rs_close_socket_untrusted(drop);
 }
 
 /* One request and its reply on the kept connection to endpoint, or a new
