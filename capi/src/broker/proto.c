@@ -157,7 +157,7 @@ static int parse_withdraw(const uint8_t *b, size_t n, struct rsb_request *req)
 
 int rsb_parse_request(const uint8_t *msg, size_t len, struct rsb_request *req)
 {
-	struct rsb_header h;
+	struct rsb_header h = { 0 }; /* set on success; -O3 cannot tell */
 	int status = rsb_parse_header(msg, len, &h);
 
 	if (status)
