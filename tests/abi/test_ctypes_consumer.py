@@ -171,8 +171,8 @@ def test_declarations_match_the_manifest():
 
 
 def test_library_and_statuses():
-    assert lib.rshare_version() == b"1.1.0"
-    assert lib.rshare_version_number() == 10100
+    assert lib.rshare_version() == b"1.2.0"
+    assert lib.rshare_version_number() == 10200
     assert lib.rshare_status_name(E_STALE) == b"RSHARE_E_STALE"
     assert lib.rshare_status_name(12345) == b"RSHARE_E_UNKNOWN"
     assert lib.rshare_strerror(E_NOSPACE)

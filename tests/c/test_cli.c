@@ -248,7 +248,7 @@ static void case_usage_errors(void)
 	CHECK(strstr(out, "unknown command") != NULL);
 	CHECK(run("%s --help 2>&1", CLI) == 0);
 	CHECK(run("%s version 2>&1", CLI) == 0);
-	CHECK(strstr(out, "rshare 1.1.0") != NULL);
+	CHECK(strstr(out, "rshare 1.2.0") != NULL);
 }
 
 #define T_PROGRAM_test_cli ~, 1

@@ -27,11 +27,11 @@ static void case_library(void)
 	pthread_t th;
 	size_t n;
 
-	CHECK(strcmp(rshare_version(), "1.1.0") == 0);
-	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 1 && RSHARE_VERSION_PATCH == 0);
+	CHECK(strcmp(rshare_version(), "1.2.0") == 0);
+	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 2 && RSHARE_VERSION_PATCH == 0);
 	/* The header's number and the library's agree (the SQLite-style check a
 	 * program makes at start-up), and the enum member mirrors the macro. */
-	CHECK(RSHARE_VERSION_NUMBER == 10100);
+	CHECK(RSHARE_VERSION_NUMBER == 10200);
 	CHECK(rshare_version_number() == RSHARE_VERSION_NUMBER);
 	CHECK(RSHARE_HEADER_VERSION == RSHARE_VERSION_NUMBER);
 

@@ -420,7 +420,7 @@ end
 function cases.version_info_and_caps()
   local v = rshare.version_info()
   T.eq(("%d.%d.%d"):format(v.major, v.minor, v.patch), rshare.version(), "version_info")
-  T.eq(v.minor, 1, "minor version")
+  T.eq(v.minor, 2, "minor version")
   local dev = sim()
   local caps = assert(dev:caps())
   T.ok(caps.pd and caps.var and caps.mr and caps.dm, "sim0 has PD, VAR, MR, DM")

@@ -15,7 +15,7 @@ C = rshare._rshare
 
 
 def test_version_comes_from_the_c_library():
-    assert rshare.__version__ == C.version() == "1.1.0"
+    assert rshare.__version__ == C.version() == "1.2.0"
     major, minor, patch = map(int, rshare.__version__.split("."))
     assert (major, minor, patch) == (C.RSHARE_VERSION_MAJOR, C.RSHARE_VERSION_MINOR,
                                      C.RSHARE_VERSION_PATCH)

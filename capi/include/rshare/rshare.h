@@ -59,11 +59,11 @@ extern "C" {
 #endif
 
 #define RSHARE_VERSION_MAJOR 1
-#define RSHARE_VERSION_MINOR 1
+#define RSHARE_VERSION_MINOR 2
 #define RSHARE_VERSION_PATCH 0
 /** MAJOR * 10000 + MINOR * 100 + PATCH of this header (since 1.1); compare
  * it with rshare_version_number(), the library's, at run time. */
-#define RSHARE_VERSION_NUMBER 10100
+#define RSHARE_VERSION_NUMBER 10200
 
 /** Status codes. The values are frozen: never renumbered, never reused. */
 enum rshare_status {
@@ -112,7 +112,7 @@ enum rshare_limits {
  * see macros (since 1.1): equal to RSHARE_VERSION_NUMBER, so, unlike every
  * other enum value, it changes with each release of the header. */
 enum rshare_header_version {
-	RSHARE_HEADER_VERSION = 10100
+	RSHARE_HEADER_VERSION = 10200
 };
 
 /** VAR allocation flags (as mlx5dv_alloc_var). */
@@ -186,8 +186,8 @@ typedef struct rshare_dm rshare_dm;
 RSHARE_API const char *rshare_version(void);
 
 /**
- * The library's version as MAJOR * 10000 + MINOR * 100 + PATCH (10100 for
- * 1.1.0), to compare with the RSHARE_VERSION_NUMBER a program was built
+ * The library's version as MAJOR * 10000 + MINOR * 100 + PATCH (10200 for
+ * 1.2.0), to compare with the RSHARE_VERSION_NUMBER a program was built
  * with: a library at least as new as the header offers everything the
  * header declares. Never fails. Since 1.1.
  */
