@@ -35,7 +35,7 @@ with rshare.Device.from_fd(int(fd)) as dev, dev.import_pd(pd_text) as pd:
 
 
 def test_caps_version_and_natives(dev):
-    assert rshare.version_info == (1, 1, 0)
+    assert rshare.version_info == (1, 2, 0)
     assert rshare.version_info.minor == 2
     assert "%d.%d.%d" % rshare.version_info == rshare.__version__
     caps = dev.caps
