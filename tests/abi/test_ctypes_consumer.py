@@ -100,6 +100,19 @@ API = {  # name: (restype, argtypes)
     "rshare_broker_attach": (c_int, [c_char_p, c_char_p, c_int, POINTER(c_void_p), c_void_p,
                                      c_size_t, _size_p]),
     "rshare_broker_list": (c_int, [c_char_p, c_char_p, c_size_t, _size_p]),
+    # Since 1.2: shared buffers, channel messages with extra fds.
+    "rshare_buf_alloc": (c_int, [c_void_p, c_size_t, c_uint32, POINTER(c_void_p)]),
+    "rshare_buf_export": (c_int, [c_void_p, c_void_p, c_size_t, _size_p]),
+    "rshare_buf_fd": (c_int, [c_void_p, POINTER(c_int)]),
+    "rshare_buf_import": (c_int, [c_void_p, c_void_p, c_size_t, c_int, POINTER(c_void_p)]),
+    "rshare_buf_ptr": (c_int, [c_void_p, POINTER(c_void_p), _size_p]),
+    "rshare_buf_mr": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_buf_unimport": (c_int, [c_void_p]),
+    "rshare_buf_free": (c_int, [c_void_p]),
+    "rshare_channel_sendv": (c_int, [c_int, c_void_p, POINTER(c_int), c_size_t, c_void_p,
+                                     c_size_t]),
+    "rshare_channel_recvv": (c_int, [c_int, POINTER(c_void_p), POINTER(c_int), c_size_t,
+                                     _size_p, c_void_p, c_size_t, _size_p]),
 }
 for _name, (_res, _args) in API.items():
     _fn = getattr(lib, _name)

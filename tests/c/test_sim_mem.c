@@ -61,7 +61,8 @@ static void public_api(rshare_device *dev, int fd)
 	pid_t pid;
 
 	CHECK_OK(rshare_device_caps(dev, &caps));
-	CHECK(caps == (RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM));
+	CHECK(caps == (RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM |
+		       RSHARE_CAP_BUF));
 
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd2));

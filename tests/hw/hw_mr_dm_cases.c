@@ -24,7 +24,8 @@ static uint32_t caps_of(rshare_device *dev)
 void case_caps(const struct hw_target *t)
 {
 	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(STANDIN_OTHER);
-	uint32_t base = RSHARE_CAP_PD | RSHARE_CAP_NATIVE | RSHARE_CAP_MR;
+	/* Sharing MRs is what a shared buffer needs besides the core's memfd. */
+	uint32_t base = RSHARE_CAP_PD | RSHARE_CAP_NATIVE | RSHARE_CAP_MR | RSHARE_CAP_BUF;
 
 	/* The stand-in's libibverbs has MR (1.10) and DM (1.13) sharing; its
 	 * libmlx5 has VAR sharing only as rdma-core 63. */

@@ -46,7 +46,7 @@ function cases.status_enum_matches_the_library()
     T.eq(rshare.C[name], tonumber(value), name .. " through the FFI")
     T.eq(rshare.status_name(tonumber(value)), name, "rshare_status_name(" .. value .. ")")
   end
-  T.eq(n, 16, "status count")
+  T.eq(n, 17, "status count")
 end
 
 function cases.limits_are_visible()

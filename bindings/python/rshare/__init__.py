@@ -21,7 +21,7 @@ from . import _rshare
 from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported,
                       StaleHandleError, Busy, BufferTooSmall, BlobError, BlobCorrupt,
                       BlobVersion, BlobKind, DeviceMismatch, NotFound, PermissionDenied,
-                      SystemCallError, ProtocolError, error_class)
+                      SystemCallError, ProtocolError, FdMismatch, error_class)
 from ._blob import inspect, to_text, from_text, kind
 from ._objects import PD, Var, MR, DM, Access, MRAttrs
 from ._device import Caps, Device, DeviceInfo, devices
@@ -68,7 +68,7 @@ __all__ = [
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
-    "SystemCallError", "ProtocolError",
+    "SystemCallError", "ProtocolError", "FdMismatch",
 ]
 
 # Show the public classes as rshare.X (tracebacks, reprs, pickles of errors).

@@ -3,7 +3,7 @@
 # hand-written parts (swig/python/*.c). Handles are ints (generation-checked
 # tokens) or the package's objects; a negative C status raises an
 # rshare.Error subclass instead of being returned.
-from typing import Any, List, Optional, Tuple, TypeVar, Union
+from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
 
 _T = TypeVar("_T")
 
@@ -123,6 +123,17 @@ def dm_read(dm: _Handle, offset: int, n: int) -> bytes: ...
 def dm_handle(dm: _Handle) -> int: ...
 def dm_native(dm: _Handle) -> int: ...  # struct ibv_dm *
 def blob_field(blob: _Bytes, field: int) -> int: ...
+# Since 1.2: shared buffers, channel messages with extra fds.
+def buf_alloc(pd: _Handle, len: int, access: int) -> int: ...
+def buf_export(buf: _Handle) -> bytes: ...
+def buf_fd(buf: _Handle) -> int: ...  # borrowed
+def buf_import(pd: _Handle, blob: _Bytes, fd: int) -> int: ...
+def buf_ptr(buf: _Handle) -> List[int]: ...  # [address, length]
+def buf_mr(buf: _Handle) -> int: ...  # borrowed MR handle
+def buf_unimport(buf: _Handle) -> None: ...
+def buf_free(buf: _Handle) -> None: ...
+def channel_sendv(sock: int, dev: _Handle, fds: Sequence[int], payload: _Bytes) -> None: ...
+def channel_recvv(sock: int) -> List[Any]: ...  # [device handle, fds, payload bytes]
 
 RSHARE_VERSION_MAJOR: int
 RSHARE_VERSION_MINOR: int
@@ -180,3 +191,10 @@ RSHARE_FIELD_ADDR: int
 RSHARE_FIELD_LKEY: int
 RSHARE_FIELD_RKEY: int
 RSHARE_FIELD_ACCESS: int
+RSHARE_FIELD_MEM_DEV: int
+RSHARE_FIELD_MEM_INO: int
+RSHARE_E_FD_MISMATCH: int
+RSHARE_KIND_BUF: int
+RSHARE_CHANNEL_FDS_MAX: int
+RSHARE_CAP_BUF: int
+RSHARE_CAP_DM_MAP: int

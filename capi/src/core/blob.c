@@ -20,14 +20,15 @@ static const struct kind_layout {
 	[RSHARE_KIND_VAR] = { "VAR", "var", RS_BLOB_VAR_FIELDS, RS_PRIV_MAX },
 	[RSHARE_KIND_MR] = { "MR", "mr", RS_BLOB_MR_FIELDS, 0 },
 	[RSHARE_KIND_DM] = { "DM", "dm", RS_BLOB_DM_FIELDS, 0 },
+	[RSHARE_KIND_BUF] = { "buffer", "buf", RS_BLOB_BUF_FIELDS, 0 },
 };
 #define NKINDS (sizeof(layouts) / sizeof(layouts[0]))
 
 _Static_assert(RS_BLOB_COMMON_END + RS_BLOB_VAR_FIELDS + RS_PRIV_MAX +
 		       RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
 	       "largest VAR blob must fit RSHARE_BLOB_MAX");
-_Static_assert(RS_BLOB_COMMON_END + RS_BLOB_MR_FIELDS + RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
-	       "MR blob must fit RSHARE_BLOB_MAX");
+_Static_assert(RS_BLOB_COMMON_END + RS_BLOB_BUF_FIELDS + RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
+	       "buffer blob (MR fields and more) must fit RSHARE_BLOB_MAX");
 
 static const struct kind_layout *layout(int kind)
 {
@@ -72,6 +73,7 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 		rs_put64(f + 8, b->mmap_off);
 		break;
 	case RSHARE_KIND_MR:
+	case RSHARE_KIND_BUF: /* a buffer's blob is its MR's, then its memfd */
 		rs_put32(f, b->pd_handle);
 		rs_put32(f + 4, b->access);
 		rs_put64(f + 8, b->pd_serial);
@@ -79,6 +81,10 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 		rs_put64(f + 24, b->length);
 		rs_put32(f + 32, b->lkey);
 		rs_put32(f + 36, b->rkey);
+		if (b->kind == RSHARE_KIND_BUF) {
+			rs_put64(f + 40, b->mem_dev);
+			rs_put64(f + 48, b->mem_ino);
+		}
 		break;
 	case RSHARE_KIND_DM:
 		rs_put64(f, b->length);
@@ -100,7 +106,7 @@ static int corrupt(const char *why, size_t a, size_t b)
 static void decode_fields(const uint8_t *f, struct rs_blob *b)
 {
 	b->page_id = b->pd_handle = b->lkey = b->rkey = b->access = 0;
-	b->length = b->mmap_off = b->pd_serial = b->addr = 0;
+	b->length = b->mmap_off = b->pd_serial = b->addr = b->mem_dev = b->mem_ino = 0;
 	switch (b->kind) {
 	case RSHARE_KIND_VAR:
 		b->page_id = rs_get32(f);
@@ -108,6 +114,7 @@ static void decode_fields(const uint8_t *f, struct rs_blob *b)
 		b->mmap_off = rs_get64(f + 8);
 		break;
 	case RSHARE_KIND_MR:
+	case RSHARE_KIND_BUF:
 		b->pd_handle = rs_get32(f);
 		b->access = rs_get32(f + 4);
 		b->pd_serial = rs_get64(f + 8);
@@ -115,6 +122,10 @@ static void decode_fields(const uint8_t *f, struct rs_blob *b)
 		b->length = rs_get64(f + 24);
 		b->lkey = rs_get32(f + 32);
 		b->rkey = rs_get32(f + 36);
+		if (b->kind == RSHARE_KIND_BUF) {
+			b->mem_dev = rs_get64(f + 40);
+			b->mem_ino = rs_get64(f + 48);
+		}
 		break;
 	case RSHARE_KIND_DM:
 		b->length = rs_get64(f);

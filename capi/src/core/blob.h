@@ -32,6 +32,7 @@ enum {
 	RS_BLOB_VAR_FIELDS = 16, /* page_id, length, mmap_off */
 	RS_BLOB_MR_FIELDS = 40,  /* pd_handle, access, pd_serial, addr, length, lkey, rkey */
 	RS_BLOB_DM_FIELDS = 8,   /* length */
+	RS_BLOB_BUF_FIELDS = 56, /* the MR's fields, then mem_dev, mem_ino */
 	RS_BLOB_CRC_SIZE = 4,
 	RS_BLOB_MIN = RS_BLOB_COMMON_END + RS_BLOB_CRC_SIZE
 };
@@ -46,8 +47,9 @@ struct rs_blob {
 	uint32_t page_id;  /* VAR only */
 	uint64_t length;   /* VAR (a u32 on the wire), MR, DM */
 	uint64_t mmap_off; /* VAR only */
-	uint32_t pd_handle, lkey, rkey, access; /* MR only */
-	uint64_t pd_serial, addr;               /* MR only */
+	uint32_t pd_handle, lkey, rkey, access; /* MR, buffer */
+	uint64_t pd_serial, addr;               /* MR, buffer */
+	uint64_t mem_dev, mem_ino;              /* buffer only: its memfd's identity */
 	uint16_t priv_len;
 	uint8_t priv[RS_PRIV_MAX];
 };

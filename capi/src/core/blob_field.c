@@ -6,7 +6,10 @@
 
 /* Which kinds carry each field, as bits (1 << kind). */
 #define K(kind) (1u << (kind))
-#define EVERY (K(RSHARE_KIND_PD) | K(RSHARE_KIND_VAR) | K(RSHARE_KIND_MR) | K(RSHARE_KIND_DM))
+#define EVERY                                                                      \
+	(K(RSHARE_KIND_PD) | K(RSHARE_KIND_VAR) | K(RSHARE_KIND_MR) | K(RSHARE_KIND_DM) | \
+	 K(RSHARE_KIND_BUF))
+#define MR_FIELDS (K(RSHARE_KIND_MR) | K(RSHARE_KIND_BUF)) /* a buffer carries its MR's */
 
 static const struct {
 	const char *name;
@@ -19,15 +22,17 @@ static const struct {
 	[RSHARE_FIELD_HANDLE] = { "handle", EVERY },
 	[RSHARE_FIELD_SERIAL] = { "serial", EVERY },
 	[RSHARE_FIELD_PAGE_ID] = { "page_id", K(RSHARE_KIND_VAR) },
-	[RSHARE_FIELD_LENGTH] = { "length", K(RSHARE_KIND_VAR) | K(RSHARE_KIND_MR) |
+	[RSHARE_FIELD_LENGTH] = { "length", K(RSHARE_KIND_VAR) | MR_FIELDS |
 						    K(RSHARE_KIND_DM) },
 	[RSHARE_FIELD_MMAP_OFF] = { "mmap_off", K(RSHARE_KIND_VAR) },
-	[RSHARE_FIELD_PD_HANDLE] = { "pd_handle", K(RSHARE_KIND_MR) },
-	[RSHARE_FIELD_PD_SERIAL] = { "pd_serial", K(RSHARE_KIND_MR) },
-	[RSHARE_FIELD_ADDR] = { "addr", K(RSHARE_KIND_MR) },
-	[RSHARE_FIELD_LKEY] = { "lkey", K(RSHARE_KIND_MR) },
-	[RSHARE_FIELD_RKEY] = { "rkey", K(RSHARE_KIND_MR) },
-	[RSHARE_FIELD_ACCESS] = { "access", K(RSHARE_KIND_MR) },
+	[RSHARE_FIELD_PD_HANDLE] = { "pd_handle", MR_FIELDS },
+	[RSHARE_FIELD_PD_SERIAL] = { "pd_serial", MR_FIELDS },
+	[RSHARE_FIELD_ADDR] = { "addr", MR_FIELDS },
+	[RSHARE_FIELD_LKEY] = { "lkey", MR_FIELDS },
+	[RSHARE_FIELD_RKEY] = { "rkey", MR_FIELDS },
+	[RSHARE_FIELD_ACCESS] = { "access", MR_FIELDS },
+	[RSHARE_FIELD_MEM_DEV] = { "mem_dev", K(RSHARE_KIND_BUF) },
+	[RSHARE_FIELD_MEM_INO] = { "mem_ino", K(RSHARE_KIND_BUF) },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -48,7 +53,9 @@ static uint64_t field_value(const struct rs_blob *b, int field)
 	case RSHARE_FIELD_ADDR: return b->addr;
 	case RSHARE_FIELD_LKEY: return b->lkey;
 	case RSHARE_FIELD_RKEY: return b->rkey;
-	default: return b->access; /* RSHARE_FIELD_ACCESS */
+	case RSHARE_FIELD_ACCESS: return b->access;
+	case RSHARE_FIELD_MEM_DEV: return b->mem_dev;
+	default: return b->mem_ino; /* RSHARE_FIELD_MEM_INO */
 	}
 }
 

@@ -51,7 +51,7 @@ int rshare_blob_describe(const void *blob, size_t len, char *buf, size_t cap,
 			      ",\"page_id\":%" PRIu32 ",\"length\":%" PRIu32
 			      ",\"mmap_off\":%" PRIu64,
 			      b.page_id, (uint32_t)b.length, b.mmap_off);
-	if (b.kind == RSHARE_KIND_MR)
+	if (b.kind == RSHARE_KIND_MR || b.kind == RSHARE_KIND_BUF)
 		n += snprintf(json + n, sizeof(json) - (size_t)n,
 			      ",\"pd_handle\":%" PRIu32 ",\"pd_serial\":%" PRIu64
 			      ",\"addr\":\"0x%016" PRIx64 "\",\"length\":%" PRIu64
@@ -61,6 +61,10 @@ int rshare_blob_describe(const void *blob, size_t len, char *buf, size_t cap,
 	if (b.kind == RSHARE_KIND_DM)
 		n += snprintf(json + n, sizeof(json) - (size_t)n, ",\"length\":%" PRIu64,
 			      b.length);
+	if (b.kind == RSHARE_KIND_BUF)
+		n += snprintf(json + n, sizeof(json) - (size_t)n,
+			      ",\"mem_dev\":%" PRIu64 ",\"mem_ino\":%" PRIu64, b.mem_dev,
+			      b.mem_ino);
 	n += snprintf(json + n, sizeof(json) - (size_t)n,
 		      ",\"private_len\":%u,\"size\":%zu}", b.priv_len, len);
 	RS_RETURN(rs_copy_str(json, (size_t)n, buf, cap, out_len));

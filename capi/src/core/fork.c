@@ -34,8 +34,9 @@ static void release_if_inherited(struct rs_slot *slot, int kind, struct rs_devic
 
 void rs_release_inherited(struct rs_device *dev)
 {
-	/* MRs first: they live in PDs, which refuse to go while they do. */
-	static const int order[] = { RS_OBJ_MR, RS_OBJ_PD, RS_OBJ_VAR, RS_OBJ_DM };
+	/* Buffers first (each releases its own MR), then MRs: they live in
+	 * PDs, which refuse to go while they do. */
+	static const int order[] = { RS_OBJ_BUF, RS_OBJ_MR, RS_OBJ_PD, RS_OBJ_VAR, RS_OBJ_DM };
 
 	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 		struct rs_slot *slot;

@@ -25,18 +25,24 @@ void rs_close_quietly(int fd)
 	errno = saved;
 }
 
-void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd)
+void rs_cmsg_attach_fds(struct msghdr *msg, void *ctl, size_t ctl_size, const int *fds,
+			size_t n)
 {
 	struct cmsghdr *cm;
 
-	memset(ctl->buf, 0, sizeof(ctl->buf));
-	msg->msg_control = ctl->buf;
-	msg->msg_controllen = sizeof(ctl->buf);
+	memset(ctl, 0, ctl_size);
+	msg->msg_control = ctl;
+	msg->msg_controllen = CMSG_SPACE(n * sizeof(int));
 	cm = CMSG_FIRSTHDR(msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+}
+
+void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd)
+{
+	rs_cmsg_attach_fds(msg, ctl->buf, sizeof(ctl->buf), &fd, 1);
 }
 
 int rs_cmsg_take_fds(struct msghdr *msg, int *fds, int max)

@@ -19,6 +19,10 @@ union rs_one_fd_cmsg {
 
 /* Make msg carry fd (SCM_RIGHTS) in ctl, which must outlive the sendmsg. */
 void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd);
+/* The same for n fds in ctl, of ctl_size >= CMSG_SPACE(n * sizeof(int))
+ * bytes, aligned as a cmsghdr. */
+void rs_cmsg_attach_fds(struct msghdr *msg, void *ctl, size_t ctl_size, const int *fds,
+			size_t n);
 
 /* Collect the SCM_RIGHTS fds a received msg carries into fds; returns how
  * many. Size the control buffer for max fds: the kernel then installs no

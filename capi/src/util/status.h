@@ -5,7 +5,8 @@
 
 #include "rshare/rshare.h"
 
-/* X(enum constant, one-line description). Keep in enum order, 0 down. */
+/* X(enum constant, one-line description). Keep in enum order, 0 down.
+ * Numbers reserved for statuses still being added may leave gaps. */
 #define RS_STATUS_LIST(X)                                                        \
 	X(RSHARE_OK, "success")                                                  \
 	X(RSHARE_E_INVAL, "invalid argument")                                    \
@@ -22,7 +23,8 @@
 	X(RSHARE_E_NOT_FOUND, "object not found")                                \
 	X(RSHARE_E_PERM, "permission denied")                                    \
 	X(RSHARE_E_IO, "system call failed")                                     \
-	X(RSHARE_E_PROTOCOL, "malformed channel message")
+	X(RSHARE_E_PROTOCOL, "malformed channel message")                        \
+	X(RSHARE_E_FD_MISMATCH, "fd is not the memory the blob describes")
 
 const char *rs_status_name(int status);
 const char *rs_status_text(int status);
