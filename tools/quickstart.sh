@@ -21,7 +21,8 @@ PACKAGES="build-essential cmake pkg-config man-db
   python3-pip python3-setuptools python3-wheel mypy
   lua5.4 liblua5.4-dev luajit luarocks
   abigail-tools clang libclang-rt-14-dev
-  python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client"
+  python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client
+  python3-numpy python3-matplotlib"
 
 install_missing() {
 	missing=""

@@ -35,18 +35,6 @@
 
 #include "rshare/rshare.h"
 
-struct rs_py_obj {
-	PyObject_HEAD
-	void *h;                          /* the C handle (a checked token) */
-	PyObject *dev;                    /* the owner: the Device (an MR: its PD); NULL in a Device */
-	PyObject *mapping;                /* what map() made (e.g. (memoryview, mmap)) */
-	PyObject *weakrefs;
-	struct rs_py_obj *prev, *next;    /* every object alive, for fork_release() */
-	unsigned epoch;                   /* the fork epoch it was made in */
-	unsigned char kind;               /* index into kinds[]: 0 device, else rshare_kind */
-	bool imported;                    /* from import_*(), not allocated here */
-	bool live;                        /* this process still holds the handle */
-};
 
 /* ---- the per-kind C calls ---------------------------------------------- */
 struct kind_ops {
@@ -108,8 +96,13 @@ static int dm_import(void *dev, const void *blob, size_t len, void **out)
 static int dm_unimport(void *h) { return rshare_dm_unimport(h); }
 static int dm_free(void *h) { return rshare_dm_free(h); }
 
+/* A buffer is imported with its fd: rshare/_objects.py calls buf_import and
+ * _wrap; this table only releases it. */
+static int buf_unimport(void *h) { return rshare_buf_unimport(h); }
+static int buf_free(void *h) { return rshare_buf_free(h); }
+
 #define KIND_DEVICE 0
-#define KINDS 5 /* device, then enum rshare_kind: PD, VAR, MR, DM */
+#define KINDS 6 /* device, then enum rshare_kind: PD, VAR, MR, DM, BUF */
 
 static struct kind_ops kinds[KINDS] = {
 	[KIND_DEVICE] = { "device", -1, NULL, device_close_raw, NULL, NULL },
@@ -117,6 +110,7 @@ static struct kind_ops kinds[KINDS] = {
 	[RSHARE_KIND_VAR] = { "var", KIND_DEVICE, var_import, var_unimport, var_free, NULL },
 	[RSHARE_KIND_MR] = { "mr", RSHARE_KIND_PD, mr_import, mr_unimport, mr_dereg, NULL },
 	[RSHARE_KIND_DM] = { "dm", KIND_DEVICE, dm_import, dm_unimport, dm_free, NULL },
+	[RSHARE_KIND_BUF] = { "buf", RSHARE_KIND_PD, NULL, buf_unimport, buf_free, NULL },
 };
 
 /* The Device an object lives on: its owner, or its owner's (an MR's PD's). */
@@ -214,7 +208,8 @@ static void fork_release(struct rs_py_obj *dev)
 		for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next) {
 			bool nested = o->dev && o->dev != (PyObject *)dev;
 
-			if (device_of(o) != (PyObject *)dev || !o->live ||
+			/* Memory with live views stays mapped (the device stays busy). */
+			if (device_of(o) != (PyObject *)dev || !o->live || o->exports ||
 			    o->epoch == fork_epoch || nested != (pass == 0))
 				continue;
 			kinds[o->kind].unimport(o->h);
@@ -369,12 +364,26 @@ static PyObject *no_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 /* ---- Object: PD, Var, ... ------------------------------------------------ */
+/* Refuse to release memory that views still reach (BufferError, as
+ * mmap.close() does): never a view onto unmapped memory. */
+static int check_no_views(const struct rs_py_obj *o)
+{
+	if (!o->exports)
+		return 0;
+	PyErr_Format(PyExc_BufferError,
+		     "%zd view(s) of this %s's memory are alive (memoryview, numpy array, "
+		     "DLPack tensor): release them first", o->exports, kinds[o->kind].name);
+	return -1;
+}
+
 static PyObject *object_unimport(PyObject *self, PyObject *unused)
 {
 	struct rs_py_obj *o = (struct rs_py_obj *)self;
 	int status;
 
 	(void)unused;
+	if (check_no_views(o) < 0)
+		return NULL;
 	if (o->mapping && drop_mapping(o, false) < 0)
 		return NULL;
 	status = kinds[o->kind].unimport(o->h);
@@ -390,6 +399,8 @@ static PyObject *object_free(PyObject *self, PyObject *unused)
 	int status;
 
 	(void)unused;
+	if (check_no_views(o) < 0)
+		return NULL;
 	if (o->mapping && drop_mapping(o, false) < 0)
 		return NULL;
 	status = kinds[o->kind].free(o->h);
@@ -717,7 +728,8 @@ int rs_py_objects_init(PyObject *module)
 		Py_DECREF(&context_type);
 		return -1;
 	}
-	if (PyModule_AddIntConstant(module, "KIND_DEVICE", KIND_DEVICE) < 0)
+	if (PyModule_AddIntConstant(module, "KIND_DEVICE", KIND_DEVICE) < 0 ||
+	    rs_py_memory_init(module, &object_type) < 0)
 		return -1;
 	if (!atfork_registered) {
 		errno = pthread_atfork(NULL, NULL, after_fork_in_child);

@@ -23,10 +23,10 @@ from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported
                       BlobVersion, BlobKind, DeviceMismatch, NotFound, PermissionDenied,
                       SystemCallError, ProtocolError, FdMismatch, error_class)
 from ._blob import inspect, to_text, from_text, kind
-from ._objects import PD, Var, MR, DM, Access, MRAttrs
+from ._objects import PD, Var, MR, DM, Buffer, Access, MRAttrs
 from ._device import Caps, Device, DeviceInfo, devices
 from ._device import open as open  # public, but left out of __all__ (see below)
-from ._channel import send, recv
+from ._channel import send, recv, recv_fds, recv_objects
 from ._broker import Broker, Share, Attached, serve, publish, attach, shares, withdraw
 
 #: The C library's version, "MAJOR.MINOR.PATCH".
@@ -61,8 +61,8 @@ def last_error() -> str:
 # which would shadow the builtin (call it as rshare.open()).
 __all__ = [
     "__version__", "version_info", "VersionInfo", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
-    "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "devices",
-    "send", "recv",
+    "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "Buffer",
+    "devices", "send", "recv", "recv_fds", "recv_objects",
     "Broker", "Share", "Attached", "serve", "publish", "attach", "shares", "withdraw",
     "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",

@@ -18,20 +18,21 @@ BytesLike = Union[bytes, bytearray, memoryview]
 
 
 _KINDS = {_c.RSHARE_KIND_PD: "pd", _c.RSHARE_KIND_VAR: "var", _c.RSHARE_KIND_MR: "mr",
-          _c.RSHARE_KIND_DM: "dm"}
+          _c.RSHARE_KIND_DM: "dm", _c.RSHARE_KIND_BUF: "buf"}
 _PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
 # Every scalar field, in rshare_blob_describe()'s order; a kind lacks some.
 _FIELDS = [(name.lower(), getattr(_c, "RSHARE_FIELD_" + name)) for name in (
     "HANDLE", "SERIAL", "PAGE_ID", "PD_HANDLE", "PD_SERIAL", "ADDR", "LENGTH",
-    "MMAP_OFF", "LKEY", "RKEY", "ACCESS")]
+    "MMAP_OFF", "LKEY", "RKEY", "ACCESS", "MEM_DEV", "MEM_INO")]
 
 
 def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
     """The fields of a valid blob (bytes or text form) as a dict: kind
-    ("pd"|"var"|"mr"|"dm"), provider ("hw"|"sim"), guid and table (hex
+    ("pd"|"var"|"mr"|"dm"|"buf"), provider ("hw"|"sim"), guid and table (hex
     strings), handle, serial, and the kind's own fields: for VARs page_id,
     length, mmap_off; for MRs pd_handle, pd_serial, addr, length, lkey, rkey,
-    access; for DM length. Read with rshare_blob_field(), one field at a time."""
+    access; for DM length; for buffers ("buf") the MR's and mem_dev, mem_ino (the
+    memfd's identity). Read with rshare_blob_field(), one field at a time."""
     if isinstance(blob, str):
         blob = _c.blob_from_text(blob)
     kind_value = _c.blob_field(blob, _c.RSHARE_FIELD_KIND)  # validates the blob

@@ -31,6 +31,8 @@ class Caps(enum.IntFlag):
     MR = _c.RSHARE_CAP_MR
     DM = _c.RSHARE_CAP_DM
     NATIVE = _c.RSHARE_CAP_NATIVE
+    BUF = _c.RSHARE_CAP_BUF
+    DM_MAP = _c.RSHARE_CAP_DM_MAP
 
 _PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
 
