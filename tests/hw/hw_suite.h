@@ -77,6 +77,9 @@ void case_mr_handle_reused(const struct hw_target *t);
 void case_dm_share(const struct hw_target *t);
 void case_dm_not_mlx5(const struct hw_target *t);
 
+/* hw_buf_cases.c: shared buffers (since 1.2) */
+void case_buf_share(const struct hw_target *t);
+
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);
 int child_share(int sock);
