@@ -538,4 +538,42 @@ function cases.mr_unimported_here_keeps_its_memory()
   assert(dev:close())
 end
 
+function cases.shared_buffer()
+  local dev = sim()
+  T.ok(assert(dev:caps()).buf, "sim0 shares buffers")
+  local pd = assert(dev:alloc_pd())
+  local buf = assert(pd:alloc_buffer(4096, rshare.ACCESS_LOCAL_WRITE + rshare.ACCESS_REMOTE_READ))
+  T.eq(buf:length(), 4096, "length")
+  assert(buf:write(4090, "hello!"))
+  T.eq(buf:read(4090, 6), "hello!", "read back")
+  T.fails("RSHARE_E_INVAL", "read past the end", buf:read(4091, 6))
+  T.fails("RSHARE_E_INVAL", "write past the end", buf:write(4096, "x"))
+  T.fails("RSHARE_E_INVAL", "negative offset", buf:read(-1, 1))
+  -- A second handle on the same memory: the memfd, mapped again.
+  local blob = assert(buf:export())
+  T.eq(rshare.kind(blob), "buf", "blob kind")
+  local twin = assert(pd:import_buffer(blob, assert(buf:fd())))
+  assert(twin:write(0, "from the twin"))
+  T.eq(buf:read(0, 13), "from the twin", "one memory")
+  local a, b = assert(buf:attrs()), assert(twin:attrs())
+  T.eq(b.lkey, a.lkey, "same lkey")
+  T.eq(b.rkey, a.rkey, "same rkey")
+  T.eq(b.addr, a.addr, "the allocator's address")
+  if rshare.backend == "ffi" then
+    -- LuaJIT: the mapping itself, as a cdata pointer and its length.
+    local p, n = buf:ptr()
+    T.eq(n, 4096, "ptr length")
+    T.eq(p[0], string.byte("f"), "zero-copy read")
+    p[1] = string.byte("R")
+    T.eq(twin:read(0, 2), "fR", "zero-copy write seen through the other mapping")
+  end
+  T.fails("RSHARE_E_BUSY", "pd busy", pd:free())
+  assert(twin:unimport())
+  assert(buf:free())
+  T.fails("RSHARE_E_STALE", "released", buf:read(0, 1))
+  T.fails("RSHARE_E_STALE", "released", buf:fd())
+  assert(pd:free())
+  assert(dev:close())
+end
+
 T.run(cases)

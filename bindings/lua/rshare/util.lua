@@ -5,7 +5,7 @@
 local util = {}
 
 util.PROVIDERS = { [1] = "hw", [2] = "sim" }
-util.KINDS = { [1] = "pd", [2] = "var", [3] = "mr", [4] = "dm" }
+util.KINDS = { [1] = "pd", [2] = "var", [3] = "mr", [4] = "dm", [5] = "buf" }
 
 -- A wrong Lua type is a programmer mistake, so it raises (like Lua's own
 -- library functions do); runtime failures are returned as nil, msg, code.
