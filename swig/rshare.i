@@ -113,7 +113,7 @@
 /* Bytes in: blobs and channel payloads. */
 %apply (const void *RSHARE_BYTES, size_t RSHARE_LEN) {
 	(const void *blob, size_t len), (const void *payload, size_t len),
-	(const void *src, size_t len)
+	(const void *src, size_t len), (const void *buf, size_t avail)
 };
 #ifdef SWIGLUA
 %apply void *RSHARE_MEM_ADDR { void *addr };
@@ -147,8 +147,7 @@
 /* Scalar outputs. */
 %apply int *OUTPUT { int *fd, int *provider, int *kind };
 %apply size_t *OUTPUT { size_t *count };
-/* rshare_buf_ptr's length (every other size_t *len ends a (buf, cap, len)). */
-%apply size_t *OUTPUT { size_t *len };
+%apply size_t *OUTPUT { size_t *len }; /* rshare_blob_size, rshare_buf_ptr; every other is a (buf, cap, len) */
 %apply uint32_t *OUTPUT {
 	uint32_t *handle, uint32_t *page_id, uint32_t *length, uint32_t *caps,
 	uint32_t *lkey, uint32_t *rkey, uint32_t *access

@@ -38,7 +38,6 @@
 
 /* ---- the per-kind C calls ---------------------------------------------- */
 struct kind_ops {
-	const char *name;
 	int owner;                        /* the kind of the owner: KIND_DEVICE, or PD for MRs */
 	int (*import)(void *owner, const void *blob, size_t len, void **out);
 	int (*unimport)(void *h);         /* close, for a device */
@@ -105,13 +104,19 @@ static int buf_free(void *h) { return rshare_buf_free(h); }
 #define KINDS 6 /* device, then enum rshare_kind: PD, VAR, MR, DM, BUF */
 
 static struct kind_ops kinds[KINDS] = {
-	[KIND_DEVICE] = { "device", -1, NULL, device_close_raw, NULL, NULL },
-	[RSHARE_KIND_PD] = { "pd", KIND_DEVICE, pd_import, pd_unimport, pd_free, NULL },
-	[RSHARE_KIND_VAR] = { "var", KIND_DEVICE, var_import, var_unimport, var_free, NULL },
-	[RSHARE_KIND_MR] = { "mr", RSHARE_KIND_PD, mr_import, mr_unimport, mr_dereg, NULL },
-	[RSHARE_KIND_DM] = { "dm", KIND_DEVICE, dm_import, dm_unimport, dm_free, NULL },
-	[RSHARE_KIND_BUF] = { "buf", RSHARE_KIND_PD, NULL, buf_unimport, buf_free, NULL },
+	[KIND_DEVICE] = { -1, NULL, device_close_raw, NULL, NULL },
+	[RSHARE_KIND_PD] = { KIND_DEVICE, pd_import, pd_unimport, pd_free, NULL },
+	[RSHARE_KIND_VAR] = { KIND_DEVICE, var_import, var_unimport, var_free, NULL },
+	[RSHARE_KIND_MR] = { RSHARE_KIND_PD, mr_import, mr_unimport, mr_dereg, NULL },
+	[RSHARE_KIND_DM] = { KIND_DEVICE, dm_import, dm_unimport, dm_free, NULL },
+	[RSHARE_KIND_BUF] = { RSHARE_KIND_PD, NULL, buf_unimport, buf_free, NULL },
 };
+
+/* "device", or the library's name of the kind ("pd", ...). */
+static const char *kind_name(int kind)
+{
+	return kind == KIND_DEVICE ? "device" : rshare_kind_name(kind);
+}
 
 /* The Device an object lives on: its owner, or its owner's (an MR's PD's). */
 static PyObject *device_of(const struct rs_py_obj *o)
@@ -267,7 +272,7 @@ static PyObject *wrap(int kind, PyObject *dev, void *h, bool imported)
 
 	if (!cls) {
 		PyErr_Format(PyExc_RuntimeError, "no class registered for rshare kind %s",
-			     kinds[kind].name);
+			     kind_name(kind));
 		o = NULL;
 	} else {
 		o = (struct rs_py_obj *)cls->tp_alloc(cls, 0);
@@ -315,7 +320,10 @@ static PyObject *generic_import(PyObject *self, PyObject *const *args, Py_ssize_
 		return NULL;
 	if (kind == KIND_DEVICE || !owner_fits(self, kind))
 		return PyErr_Format(PyExc_TypeError, "%s objects are not imported into %.100s",
-				    kinds[kind].name, Py_TYPE(self)->tp_name);
+				    kind_name(kind), Py_TYPE(self)->tp_name);
+	if (!kinds[kind].import) /* a buffer: its blob and its memory fd */
+		return PyErr_Format(PyExc_TypeError, "%s objects are imported with their fd "
+				    "(PD.import_buffer(blob, fd))", kind_name(kind));
 	return import_into(self, args[1], kind);
 }
 
@@ -372,7 +380,7 @@ static int check_no_views(const struct rs_py_obj *o)
 		return 0;
 	PyErr_Format(PyExc_BufferError,
 		     "%zd view(s) of this %s's memory are alive (memoryview, numpy array, "
-		     "DLPack tensor): release them first", o->exports, kinds[o->kind].name);
+		     "DLPack tensor): release them first", o->exports, kind_name(o->kind));
 	return -1;
 }
 
@@ -558,7 +566,7 @@ static PyObject *import_into(PyObject *self, PyObject *blob, int kind)
 
 	if (!kinds[kind].cls)
 		return PyErr_Format(PyExc_RuntimeError, "no class registered for rshare kind %s",
-				    kinds[kind].name);
+				    kind_name(kind));
 	if (PyBytes_CheckExact(blob)) {
 		bytes = PyBytes_AS_STRING(blob);
 		len = (size_t)PyBytes_GET_SIZE(blob);
@@ -579,7 +587,7 @@ static PyObject *import_into(PyObject *self, PyObject *blob, int kind)
 	} else {
 		PyErr_Format(PyExc_TypeError,
 			     "import_%s() argument 'blob' must be bytes-like or str, not %.100s",
-			     kinds[kind].name, Py_TYPE(blob)->tp_name);
+			     kind_name(kind), Py_TYPE(blob)->tp_name);
 		return NULL;
 	}
 	status = kinds[kind].import(((struct rs_py_obj *)self)->h, bytes, len, &h);
@@ -697,7 +705,7 @@ static PyObject *wrap_handle(PyObject *module, PyObject *const *args, Py_ssize_t
 		return NULL;
 	if (kind == KIND_DEVICE ? args[1] != Py_None : !owner_fits(args[1], kind))
 		return PyErr_Format(PyExc_TypeError, "_wrap: the owner of a %s must be %s",
-				    kinds[kind].name, kind == KIND_DEVICE ? "None"
+				    kind_name(kind), kind == KIND_DEVICE ? "None"
 				    : kinds[kind].owner == KIND_DEVICE ? "a Device" : "a PD");
 	return wrap(kind, kind == KIND_DEVICE ? NULL : args[1], h, imported);
 }

@@ -100,7 +100,10 @@ API = {  # name: (restype, argtypes)
     "rshare_broker_attach": (c_int, [c_char_p, c_char_p, c_int, POINTER(c_void_p), c_void_p,
                                      c_size_t, _size_p]),
     "rshare_broker_list": (c_int, [c_char_p, c_char_p, c_size_t, _size_p]),
-    # Since 1.2: shared buffers, channel messages with extra fds.
+    # Since 1.2.
+    "rshare_kind_name": (c_char_p, [c_int]),
+    "rshare_provider_name": (c_char_p, [c_int]),
+    "rshare_blob_size": (c_int, [c_void_p, c_size_t, _size_p]),
     "rshare_buf_alloc": (c_int, [c_void_p, c_size_t, c_uint32, POINTER(c_void_p)]),
     "rshare_buf_export": (c_int, [c_void_p, c_void_p, c_size_t, _size_p]),
     "rshare_buf_fd": (c_int, [c_void_p, POINTER(c_int)]),

@@ -27,6 +27,39 @@ struct exported {
 	uint64_t mmap_off;
 };
 
+/* fn names every member of enum_name in the manifest as the member's
+ * lower-case suffix ("pd" for RSHARE_KIND_PD), and 0, a negative value and
+ * the value after the largest as NULL: a kind or provider added to the
+ * header but not to the library's tables fails here. */
+static void check_enum_names(const char *enum_name, const char *prefix, const char *fn)
+{
+	long long max = 0;
+	const char *s;
+
+	for (size_t i = 0; i < abi_const_count(); i++) {
+		const struct abi_const *c = abi_const_at(i);
+		char want[32];
+		size_t n = 0;
+
+		if (strcmp(c->enum_name, enum_name) != 0)
+			continue;
+		for (const char *p = c->name + strlen(prefix); *p && n + 1 < sizeof(want); p++)
+			want[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+		want[n] = 0;
+		s = CALLP(fn, VI((int)c->value));
+		EXPECT_TRUE(s && strcmp(s, want) == 0, "%s(%s) = %s, want %s", fn, c->name,
+			    s ? s : "(null)", want);
+		max = c->value > max ? c->value : max;
+	}
+	EXPECT_TRUE(max > 0, "the manifest has no enum %s", enum_name);
+	for (int v = -1; v <= 1; v++) {
+		long long bad = v == 1 ? max + 1 : v;
+
+		s = CALLP(fn, VI((int)bad));
+		EXPECT_TRUE(s == NULL, "%s(%lld) = %s, want NULL", fn, bad, s);
+	}
+}
+
 static void check_library(void)
 {
 	const char *s = CALLP0("rshare_version");
@@ -45,6 +78,8 @@ static void check_library(void)
 		s = CALLP("rshare_strerror", VI((int)c->value));
 		EXPECT_TRUE(s && *s, "rshare_strerror(%s) is empty", c->name);
 	}
+	check_enum_names("rshare_kind", "RSHARE_KIND_", "rshare_kind_name");
+	check_enum_names("rshare_provider", "RSHARE_PROVIDER_", "rshare_provider_name");
 	s = CALLP("rshare_status_name", VI(12345));
 	EXPECT_TRUE(s && strcmp(s, "RSHARE_E_UNKNOWN") == 0, "status_name(12345) = %s",
 		    s ? s : "(null)");

@@ -130,6 +130,12 @@ static void a_blob_kind(struct fixture *f, ffi_val *a)
 {
 	SET(a, VP(f->pd_blob), VZ(f->pd_len), VP(&f->i));
 }
+static void a_blob_size(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd_blob), VZ(f->pd_len), VP(&f->z));
+}
+static void a_kind(struct fixture *f, ffi_val *a) { (void)f; SET(a, VI(st("RSHARE_KIND_PD"))); }
+static void a_provider(struct fixture *f, ffi_val *a) { (void)f; SET(a, VI(st("RSHARE_PROVIDER_SIM"))); }
 static void a_blob_buf(struct fixture *f, ffi_val *a)
 {
 	SET(a, VP(f->pd_blob), VZ(f->pd_len), BUF(f), VP(&f->z));
@@ -264,6 +270,9 @@ static const struct recipe recipes[] = {
 	{ "rshare_broker_attach", "endpoint", a_attach },
 	{ "rshare_broker_list", "endpoint", a_list },
 	/* Since 1.2. */
+	{ "rshare_kind_name", "", a_kind },
+	{ "rshare_provider_name", "", a_provider },
+	{ "rshare_blob_size", "", a_blob_size },
 	{ "rshare_buf_alloc", "", a_buf_alloc },
 	{ "rshare_buf_export", "", a_buf_buf },
 	{ "rshare_buf_fd", "", a_buf_int },

@@ -4,6 +4,8 @@
 --   broker_child.lua MODULE attach EP NAME TIMEOUT   attach, check the
 --       publisher's "PUBL" at 0, write "ATCH" at 4; print "ok <pd handle>",
 --       or "fail <code>"
+--   broker_child.lua MODULE attach_mem EP NAME   attach a share of every
+--       kind; print "ok <pd handle> <#mrs> <mr rkey> <dm bytes 0-7>"
 --   broker_child.lua MODULE publish EP NAME PERSISTENT   publish a PD and a
 --       VAR with "PUBL" at 0, print "ready"; unless persistent, wait (up to
 --       20 s) for "ATCH" at 4, then print "done"
@@ -21,6 +23,14 @@ if mode == "attach" then
   assert(page:read(0, 4) == "PUBL", "the publisher's word")
   assert(page:write(4, "ATCH"))
   print("ok " .. assert(share.pd:handle()))
+  io.stdout:flush()
+  assert(share:close())
+elseif mode == "attach_mem" then
+  local share = assert(rshare.attach(name, { endpoint = ep, timeout = 0 }))
+  assert(#share.pds == 1 and #share.vars == 1 and #share.dms == 1, "one of each")
+  assert(share.mrs[1]:device() == share.pd:device(), "the MR lives in the attached PD")
+  print(("ok %d %d %d %s"):format(assert(share.pd:handle()), #share.mrs,
+                                  assert(share.mrs[1]:attrs()).rkey, assert(share.dms[1]:read(0, 8))))
   io.stdout:flush()
   assert(share:close())
 elseif mode == "publish" then

@@ -81,6 +81,40 @@ function cases.embedded_broker_to_another_process()
   os.execute("rm -rf " .. dir)
 end
 
+-- Every kind travels (rshare_kind_name drives publish, rshare.import_blobs
+-- the attach): the MR into the attached PD it is registered on.
+function cases.every_kind_travels()
+  local ep, dir = fresh_endpoint()
+  local broker = assert(rshare.serve(ep))
+  local dev = assert(rshare.open("sim0"))
+  local pd, var = assert(dev:alloc_pd()), assert(dev:alloc_var())
+  local mr, dm = assert(pd:reg_mr(4096)), assert(dev:alloc_dm(4096))
+  assert(dm:write(0, "dm bytes"))
+  local share = assert(rshare.publish("lua/mem", dev, { pd = pd, var = var, mr = mr, dm = dm,
+                                                         endpoint = ep }))
+  T.eq(table.concat(assert(rshare.shares(ep))[1].blobs, ","), "pd,var,mr,dm", "blob kinds")
+  local p = child(nil, "attach_mem", ep, "lua/mem")
+  T.eq(p:read("*l"), ("ok %d 1 %d dm bytes"):format(assert(pd:handle()), assert(mr:attrs()).rkey),
+       "the child imported every kind")
+  p:close()
+  -- Here too, and close() lets go of all of them (the MR before its PD).
+  local a = assert(rshare.attach("lua/mem", { endpoint = ep }))
+  T.eq(#a.objects, 4, "four objects")
+  T.eq(a.mrs[1]:attrs().rkey, assert(mr:attrs()).rkey, "MR rkey")
+  local imported_mr = a.mrs[1]
+  assert(a:close())
+  T.fails("RSHARE_E_STALE", "the attached MR is unimported", imported_mr:handle())
+  T.eq(#rshare.split_blobs(assert(mr:export()) .. assert(dm:export())), 2, "split_blobs")
+  T.eq(rshare.split_blobs("junk"), nil, "not blobs")
+  T.eq(rshare.kind_name(3), "mr", "kind_name")
+  T.eq(rshare.kind_name(99), nil, "unknown kind")
+  T.eq(rshare.provider_name(2), "sim", "provider_name")
+  assert(share:withdraw())
+  assert(mr:dereg()); assert(dm:free()); assert(var:free()); assert(pd:free()); assert(dev:close())
+  assert(broker:stop())
+  os.execute("rm -rf " .. dir)
+end
+
 function cases.two_processes_through_the_daemon_and_late_attach()
   local ep, dir = fresh_endpoint()
   local daemon = start_daemon(ep)

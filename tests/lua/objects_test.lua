@@ -64,6 +64,9 @@ local function fake()
   function B.last_errno() return 0 end
   function B.status_name(st) return NAMES[st] or "RSHARE_E_UNKNOWN" end
   function B.strerror(st) return "text of " .. B.status_name(st) end
+  -- The library's names (rshare_kind_name, rshare_provider_name).
+  function B.kind_name(k) return ({ "pd", "var", "mr", "dm" })[k] end
+  function B.provider_name(p) return ({ "hw", "sim" })[p] end
   function B.guid_string(g) return ("0x%016x"):format(g) end
 
   function B.device_open() return new_handle("dev") end

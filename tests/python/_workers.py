@@ -187,7 +187,7 @@ def buffer_child(sock, first):
     import numpy as np
 
     dev, objs = rshare.recv_objects(sock)
-    pd, buf = objs
+    pd, buf = objs["pd"][0], objs["buf"][0]
     view = np.frombuffer(buf, dtype=np.uint64)
     report = {
         "same_address": view.ctypes.data == buf.ptr,

@@ -243,6 +243,28 @@ def test_inspect_to_text_from_text(dev):
         rshare.inspect(b"RSHB" + bytes(60))
 
 
+def test_names_and_framing_come_from_the_library(dev):
+    c = rshare._rshare
+    for name in ("pd", "var", "mr", "dm"):
+        assert c.kind_name(getattr(c, "RSHARE_KIND_" + name.upper())) == name
+    assert c.kind_name(0) is None and c.kind_name(99) is None
+    assert c.provider_name(c.RSHARE_PROVIDER_SIM) == "sim" and c.provider_name(9) is None
+    with dev.alloc_pd() as pd, dev.alloc_var() as var:
+        blobs = [pd.export(), var.export()]
+        payload = b"".join(blobs)
+        assert c.blob_size(payload) == len(blobs[0])
+        assert c.blob_size(memoryview(payload)[len(blobs[0]):]) == len(blobs[1])
+        assert rshare._broker.split_blobs(payload) == blobs
+        assert rshare._broker.split_blobs(payload[:-1]) is None
+        with pytest.raises(rshare.BlobCorrupt, match="more than are left"):
+            c.blob_size(blobs[1][:-1])
+        objects = rshare._blob.import_all(dev, blobs)
+        assert [o.handle for o in objects["pd"]] == [pd.handle]
+        assert [o.attrs() for o in objects["var"]] == [var.attrs()]
+        for obj in objects["var"] + objects["pd"]:
+            obj.unimport()
+
+
 def test_blob_version_newer_than_library(dev):
     with dev.alloc_pd() as pd:
         blob = bytearray(pd.export())

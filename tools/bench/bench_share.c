@@ -22,9 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "blob.h"
 #include "bench.h"
-#include "util/le.h"
 
 #define REPEAT_ROUNDS 400
 #define REPEAT_WARMUP 20
@@ -59,15 +57,13 @@ static int peer_receive(int sock, int mode, uint8_t *buf, size_t cap)
 	}
 	if (rshare_channel_recv(sock, &dev, buf, cap, &len))
 		return -1;
-	for (size_t off = 0; mode == SHARE_IMPORT && off + RS_BLOB_MIN <= len;) {
-		size_t blen = rs_get16(buf + off + RS_BLOB_OFF_LENGTH);
+	for (size_t off = 0, blen; mode == SHARE_IMPORT && off < len; off += blen) {
 		rshare_pd *pd;
 
-		if (blen < RS_BLOB_MIN)
+		if (rshare_blob_size(buf + off, len - off, &blen))
 			break;
 		if (rshare_pd_import(dev, buf + off, blen, &pd) == RSHARE_OK)
 			rshare_pd_unimport(pd);
-		off += blen;
 	}
 	rshare_device_close(dev);
 	return 0;

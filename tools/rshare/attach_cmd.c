@@ -62,11 +62,12 @@ static int run_attach(int argc, char **argv)
 	if (optind + 1 >= argc)
 		printf("{\"name\":\"%s\",\"payload_size\":%zu,\"blobs\":[", name, len);
 	/* The payload is by convention a sequence of blobs. */
-	while (off + 10 <= len) {
-		size_t n = (size_t)payload[off + 8] | (size_t)payload[off + 9] << 8;
+	while (off < len) {
+		size_t n;
 		int kind;
 
-		if (n == 0 || n > len - off || rshare_blob_kind(payload + off, n, &kind) ||
+		if (rshare_blob_size(payload + off, len - off, &n) ||
+		    rshare_blob_kind(payload + off, n, &kind) ||
 		    rshare_blob_to_text(payload + off, n, text, sizeof(text), &tn))
 			break;
 		if (optind + 1 >= argc)

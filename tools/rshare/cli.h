@@ -91,6 +91,7 @@ void cli_json_string(FILE *f, const char *s);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t cli_now_ns(void);
+/* rshare_provider_name(), or "?" for a provider the library does not know. */
 const char *cli_provider_name(int provider);
 
 /* The subcommands (main.c lists them in this order). */

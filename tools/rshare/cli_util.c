@@ -101,5 +101,7 @@ uint64_t cli_now_ns(void)
 
 const char *cli_provider_name(int provider)
 {
-	return provider == RSHARE_PROVIDER_HW ? "hw" : provider == RSHARE_PROVIDER_SIM ? "sim" : "?";
+	const char *name = rshare_provider_name(provider);
+
+	return name ? name : "?";
 }

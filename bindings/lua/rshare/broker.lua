@@ -215,7 +215,8 @@ function broker.extend(M)
     return v
   end
 
-  -- publish(name, dev[, opts]): opts.pd, opts.var (an object or a list),
+  -- publish(name, dev[, opts]): opts.pd, opts.var, opts.mr, opts.dm (an
+  -- object or a list of each, exported in that order),
   -- opts.blobs (exported blobs), opts.persistent, opts.allow_uids,
   -- opts.allow_gids, opts.endpoint. The share lives until share:withdraw()
   -- (or the share is collected), or, persistent, until withdrawn by name.
@@ -227,12 +228,14 @@ function broker.extend(M)
     opts = opts or {}
     util.check_type(opts, "table", "publish", 3)
     local parts = {}
-    for _, key in ipairs({ "pd", "var" }) do
-      for _, obj in ipairs(as_list(opts[key])) do
+    local k = 1
+    while M.kind_name(k) do -- every kind: opts.pd, opts.var, opts.mr, opts.dm, ...
+      for _, obj in ipairs(as_list(opts[M.kind_name(k)])) do
         local blob, msg, code = obj:export()
         if not blob then return nil, msg, code end
         parts[#parts + 1] = blob
       end
+      k = k + 1
     end
     for _, blob in ipairs(opts.blobs or {}) do parts[#parts + 1] = blob end
     local payload = table.concat(parts)
@@ -262,25 +265,12 @@ function broker.extend(M)
   local Attached = { __name = "rshare.Attached" }
   Attached.__index = Attached
 
-  -- The blobs a payload is made of (each states its length in bytes 9-10),
-  -- or nil if it is not a sequence of valid blobs.
-  local function split_blobs(payload)
-    local out, off = {}, 1
-    while off <= #payload do
-      if #payload - off + 1 < 10 then return nil end
-      local n = payload:byte(off + 8) + 256 * payload:byte(off + 9)
-      local blob = payload:sub(off, off + n - 1)
-      if n == 0 or #blob ~= n or not M.kind(blob) then return nil end
-      out[#out + 1] = blob
-      off = off + n
-    end
-    return out
-  end
-
   -- attach(name[, opts]): opts.timeout in seconds (nil: no limit, 0: do not
   -- wait), opts.endpoint, opts.import (false: the raw blobs only). Returns a
-  -- table: device, payload, blobs, pds, vars, pd, var (the first of each),
-  -- and close() (unimports the objects, closes the device).
+  -- table: device, payload, blobs, the objects imported by kind (pds, vars,
+  -- mrs: each into the attached PD it is registered on, dms; rshare
+  -- .import_blobs), pd, var (the first of each), and close() (unimports the
+  -- objects, closes the device).
   function M.attach(name, opts)
     util.check_type(name, "string", "attach", 1)
     opts = opts or {}
@@ -297,32 +287,22 @@ function broker.extend(M)
     if st ~= 0 then return fail(st) end
     local dev = M._adopt_device(h)
     local a = setmetatable({ name = name, device = dev, payload = payload,
-                             blobs = split_blobs(payload), pds = {}, vars = {} }, Attached)
+                             blobs = M.split_blobs(payload), objects = {} }, Attached)
     if opts.import ~= false and a.blobs then
-      for _, blob in ipairs(a.blobs) do
-        local kind = M.kind(blob)
-        local obj, msg, code
-        if kind == "pd" then
-          obj, msg, code = dev:import_pd(blob)
-          a.pds[#a.pds + 1] = obj
-        elseif kind == "var" then
-          obj, msg, code = dev:import_var(blob)
-          a.vars[#a.vars + 1] = obj
-        else
-          obj = true
-        end
-        if not obj then a:close(); return nil, msg, code end
-      end
+      local by_kind, order, code = M.import_blobs(dev, a.blobs)
+      if not by_kind then a:close(); return nil, order, code end
+      a.objects = order
+      for kind, list in pairs(by_kind) do a[kind .. "s"] = list end
     end
+    a.pds, a.vars, a.mrs, a.dms = a.pds or {}, a.vars or {}, a.mrs or {}, a.dms or {}
     a.pd, a.var = a.pds[1], a.vars[1]
     return a
   end
 
   function Attached:close()
-    for _, list in ipairs({ self.vars, self.pds }) do
-      for _, obj in ipairs(list) do obj:unimport() end
-    end
-    self.pds, self.vars, self.pd, self.var = {}, {}, nil, nil
+    for i = #self.objects, 1, -1 do self.objects[i]:unimport() end
+    self.objects, self.pds, self.vars, self.mrs, self.dms = {}, {}, {}, {}, {}
+    self.pd, self.var = nil, nil
     if self.device then
       self.device:close()
       self.device = nil

@@ -108,6 +108,10 @@ function B.last_error() return ffi.string(C.rshare_last_error()) end
 function B.status_name(st) return ffi.string(C.rshare_status_name(st)) end
 function B.strerror(st) return ffi.string(C.rshare_strerror(st)) end
 
+local function string_or_nil(s) if s ~= nil then return ffi.string(s) end end
+function B.kind_name(k) return string_or_nil(C.rshare_kind_name(k)) end
+function B.provider_name(p) return string_or_nil(C.rshare_provider_name(p)) end
+
 -- A uint64_t cdata as "0x%016x" (string.format has no 64-bit cdata %x).
 function B.guid_string(g)
   return ("0x%08x%08x"):format(tonumber(g / 0x100000000), tonumber(g % 0x100000000))
@@ -233,6 +237,11 @@ function B.devices_get(i)
   local st = C.rshare_devices_get(i, text_buf, TEXT_CAP, u64_cell, int_cell)
   if st ~= OK then return st end
   return st, ffi.string(text_buf), u64_cell[0], int_cell[0]
+end
+
+function B.blob_size(b)
+  local st = C.rshare_blob_size(b, #b, size_cell)
+  return st, tonumber(size_cell[0])
 end
 
 function B.blob_kind(b) return cell_out(C.rshare_blob_kind(b, #b, int_cell), int_cell) end

@@ -105,8 +105,10 @@ function objects.build(B)
     return true
   end
 
-  local function provider_name(p) return util.PROVIDERS[p] or p end
-  local function kind_name(k) return util.KINDS[k] or k end
+  -- Names from the library (rshare_kind_name, rshare_provider_name); the
+  -- number itself for one it does not know.
+  local function provider_name(p) return B.provider_name(p) or p end
+  local function kind_name(k) return B.kind_name(k) or k end
 
   -- Blob arguments: binary bytes, or the "rshare:..." text form.
   local function blob_arg(blob, fname)
@@ -826,6 +828,65 @@ function objects.build(B)
     info.kind = kind_name(info.kind)
     info.provider = provider_name(info.provider)
     return info
+  end
+
+  -- kind_name(k), provider_name(p): the library's names of enum
+  -- rshare_kind and rshare_provider values ("pd", "sim"), nil if unknown.
+  function M.kind_name(k) return B.kind_name(util.check_int(k, "kind_name", 1)) end
+  function M.provider_name(p) return B.provider_name(util.check_int(p, "provider_name", 1)) end
+
+  -- split_blobs(payload): the blobs a payload is made of (each framed by
+  -- rshare_blob_size and validated), or nil if it is not a sequence of
+  -- valid blobs.
+  function M.split_blobs(payload)
+    util.check_type(payload, "string", "split_blobs", 1)
+    local out, off = {}, 1
+    while off <= #payload do
+      local rest = payload:sub(off)
+      local st, n = B.blob_size(rest)
+      if st ~= OK then return nil end
+      local blob = rest:sub(1, n)
+      if not M.kind(blob) then return nil end
+      out[#out + 1] = blob
+      off = off + n
+    end
+    return out
+  end
+
+  -- import_blobs(dev, blobs): import every blob by its kind, with the
+  -- method import_<kind> of what it lives in: an object whose blob names a
+  -- PD (pd_handle: an MR) into the PD imported here with that handle (none:
+  -- skipped), every other into dev. Returns a table from kind name to the
+  -- objects imported, in blob order, and the list of all in import order;
+  -- on failure nil, msg, code, with what was imported unimported.
+  function M.import_blobs(dev, blobs)
+    local by_kind, order, pds = {}, {}, {}
+    local function undo(...)
+      for i = #order, 1, -1 do order[i]:unimport() end
+      return ...
+    end
+    for pass = 1, 2 do
+      for _, blob in ipairs(blobs) do
+        local kind, msg, code = M.kind(blob)
+        if not kind then return undo(nil, msg, code) end
+        local st, pd_handle = B.blob_field(blob, FIELD_NUMBER.pd_handle)
+        if st ~= OK and st ~= E_NOT_FOUND then return undo(fail(st)) end
+        if (st == OK) == (pass == 2) then
+          local owner = dev
+          if st == OK then owner = pds[B.u64_number(pd_handle)] end
+          if owner then
+            local obj
+            obj, msg, code = owner["import_" .. kind](owner, blob)
+            if not obj then return undo(nil, msg, code) end
+            order[#order + 1] = obj
+            by_kind[kind] = by_kind[kind] or {}
+            table.insert(by_kind[kind], obj)
+            if kind == "pd" and not pds[obj:handle()] then pds[obj:handle()] = obj end
+          end
+        end
+      end
+    end
+    return by_kind, order
   end
 
   function M.to_text(blob)

@@ -1,11 +1,9 @@
 -- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- Pure-Lua helpers shared by the two rshare Lua modules (rshare.ffi for
--- LuaJIT and rshare.swig for Lua 5.4): argument checks and names of enum
--- values. Nothing here touches C.
+-- LuaJIT and rshare.swig for Lua 5.4): argument checks. Nothing here
+-- touches C (the names of kinds and providers are the library's:
+-- rshare_kind_name, rshare_provider_name).
 local util = {}
-
-util.PROVIDERS = { [1] = "hw", [2] = "sim" }
-util.KINDS = { [1] = "pd", [2] = "var", [3] = "mr", [4] = "dm", [5] = "buf" }
 
 -- A wrong Lua type is a programmer mistake, so it raises (like Lua's own
 -- library functions do); runtime failures are returned as nil, msg, code.

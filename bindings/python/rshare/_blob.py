@@ -7,19 +7,25 @@ checksum); these helpers only convert and describe them.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Optional, Union
 
 from . import _rshare as _c
-from ._errors import NotFound
+from ._errors import Error, InvalidArgument, NotFound
 
 __all__ = ["inspect", "to_text", "from_text", "kind"]
 
 BytesLike = Union[bytes, bytearray, memoryview]
 
 
-_KINDS = {_c.RSHARE_KIND_PD: "pd", _c.RSHARE_KIND_VAR: "var", _c.RSHARE_KIND_MR: "mr",
-          _c.RSHARE_KIND_DM: "dm", _c.RSHARE_KIND_BUF: "buf"}
-_PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
+def kind_name(value: int) -> str:
+    """The library's name of an enum rshare_kind value (rshare_kind_name())."""
+    return _c.kind_name(value) or f"unknown({value})"
+
+
+def provider_name(value: int) -> str:
+    """The library's name of an enum rshare_provider value (rshare_provider_name())."""
+    return _c.provider_name(value) or f"unknown({value})"
+
 # Every scalar field, in rshare_blob_describe()'s order; a kind lacks some.
 _FIELDS = [(name.lower(), getattr(_c, "RSHARE_FIELD_" + name)) for name in (
     "HANDLE", "SERIAL", "PAGE_ID", "PD_HANDLE", "PD_SERIAL", "ADDR", "LENGTH",
@@ -37,8 +43,8 @@ def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
         blob = _c.blob_from_text(blob)
     kind_value = _c.blob_field(blob, _c.RSHARE_FIELD_KIND)  # validates the blob
     fields: Dict[str, Any] = {
-        "kind": _KINDS.get(kind_value, f"unknown({kind_value})"),
-        "provider": _PROVIDERS.get(_c.blob_field(blob, _c.RSHARE_FIELD_PROVIDER), "?"),
+        "kind": kind_name(kind_value),
+        "provider": provider_name(_c.blob_field(blob, _c.RSHARE_FIELD_PROVIDER)),
         "guid": "0x%016x" % _c.blob_field(blob, _c.RSHARE_FIELD_GUID),
         "table": "0x%016x" % _c.blob_field(blob, _c.RSHARE_FIELD_TABLE),
     }
@@ -65,5 +71,65 @@ def from_text(text: str) -> bytes:
 
 def kind(blob: BytesLike) -> str:
     """"pd", "var", "mr" or "dm", after validating the blob."""
-    value = _c.blob_kind(blob)
-    return _KINDS.get(value, f"unknown({value})")
+    return kind_name(_c.blob_kind(blob))
+
+
+def split(payload: BytesLike) -> Optional[List[bytes]]:
+    """The blobs a payload is made of (rshare_blob_size() frames each), or
+    None if it is not a sequence of valid blobs."""
+    out, off, view = [], 0, memoryview(payload)
+    try:
+        while off < len(view):
+            n = _c.blob_size(view[off:])
+            _c.blob_kind(view[off:off + n])
+            out.append(bytes(view[off:off + n]))
+            off += n
+    except Error:
+        return None
+    return out
+
+
+def import_all(device: Any, blobs: List[bytes],
+               fds: Optional[List[int]] = None) -> Dict[str, List[Any]]:
+    """Import every blob into device, each by its kind, as a dict from kind
+    name to the objects imported, in blob order. An object that lives in a
+    PD (its blob has a pd_handle: an MR, a buffer) goes into the PD imported
+    here with that handle, and is skipped if there is none; every other
+    object into the device. A buffer takes the next of ``fds`` (its memory,
+    received with the blobs; the caller still closes them). On failure,
+    what was imported is unimported and the error raised."""
+    by_kind: Dict[str, List[Any]] = {}
+    imported: List[Any] = []
+    owners: Dict[int, Any] = {}
+    try:
+        for in_pd in (False, True):
+            for blob in blobs:
+                value = _c.blob_kind(blob)
+                try:
+                    pd_handle: Optional[int] = _c.blob_field(blob, _c.RSHARE_FIELD_PD_HANDLE)
+                except NotFound:
+                    pd_handle = None
+                if (pd_handle is not None) != in_pd:
+                    continue
+                owner = device if pd_handle is None else owners.get(pd_handle)
+                if owner is None:
+                    continue
+                if value == _c.RSHARE_KIND_BUF:
+                    if not fds:
+                        raise InvalidArgument("a buffer blob came without its memory fd",
+                                              _c.RSHARE_E_INVAL)
+                    obj = owner.import_buffer(blob, fds.pop(0))
+                else:
+                    obj = owner._import(value, blob)
+                imported.append(obj)
+                by_kind.setdefault(kind_name(value), []).append(obj)
+                if value == _c.RSHARE_KIND_PD:
+                    owners.setdefault(obj.handle, obj)
+    except BaseException:
+        for obj in reversed(imported):
+            try:
+                obj.unimport()
+            except Error:
+                pass
+        raise
+    return by_kind

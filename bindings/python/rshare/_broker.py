@@ -23,7 +23,7 @@ import json
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _rshare as _c
-from ._blob import kind as _blob_kind
+from . import _blob
 from ._device import Device
 from ._errors import Error
 from ._objects import PD, Var, MR, DM
@@ -158,22 +158,8 @@ def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *
 
 def split_blobs(payload: bytes) -> Optional[List[bytes]]:
     """The blobs a payload is made of, or None if it is not a sequence of
-    valid blobs (each blob states its length in bytes 8-9)."""
-    out, off = [], 0
-    while off < len(payload):
-        if len(payload) - off < 10:
-            return None
-        n = int.from_bytes(payload[off + 8:off + 10], "little")
-        blob = payload[off:off + n]
-        if n == 0 or len(blob) != n:
-            return None
-        try:
-            _blob_kind(blob)
-        except Error:
-            return None
-        out.append(blob)
-        off += n
-    return out
+    valid blobs (framed by rshare_blob_size())."""
+    return _blob.split(payload)
 
 
 class Attached:
@@ -195,26 +181,14 @@ class Attached:
         self.mrs: List[MR] = []
         if import_objects and self.blobs:
             try:
-                mr_blobs = []
-                for blob in self.blobs:
-                    k = _blob_kind(blob)
-                    if k == "pd":
-                        self.pds.append(device.import_pd(blob))
-                    elif k == "var":
-                        self.vars.append(device.import_var(blob))
-                    elif k == "dm":
-                        self.dms.append(device.import_dm(blob))
-                    elif k == "mr":
-                        mr_blobs.append(blob)
-                for blob in mr_blobs:
-                    owner = _c.blob_field(blob, _c.RSHARE_FIELD_PD_HANDLE)
-                    for pd in self.pds:
-                        if pd.handle == owner:
-                            self.mrs.append(pd.import_mr(blob))
-                            break
+                objects = _blob.import_all(device, self.blobs)
             except BaseException:
                 self.close()
                 raise
+            self.pds = objects.get("pd", [])
+            self.vars = objects.get("var", [])
+            self.dms = objects.get("dm", [])
+            self.mrs = objects.get("mr", [])
 
     @property
     def pd(self) -> Optional[PD]:

@@ -5,7 +5,8 @@ One message carries the device's command fd (SCM_RIGHTS) and up to 64 KiB
 of payload, typically the export blobs of the objects being shared, and
 (since 1.2) up to 8 more fds: a shared Buffer's memory travels that way.
 ``send(sock, dev, pd, buf)`` sends objects (their blobs, and each buffer's
-fd); ``recv_objects(sock)`` imports them on the other side.
+fd); ``recv_objects(sock)`` imports them on the other side, as the broker's
+attach does.
 
 send() and recv() behave like the socket module's calls: they wait without
 holding the interpreter lock, Ctrl-C interrupts them (KeyboardInterrupt),
@@ -18,16 +19,16 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from . import _rshare as _c
 from ._device import Device
-from ._errors import BlobCorrupt, InvalidArgument
+from ._blob import import_all, split
+from ._errors import BlobCorrupt
 from ._objects import DM, MR, PD, Buffer, Var
 
 __all__ = ["send", "recv", "recv_fds", "recv_objects"]
 
-Shared = Union[PD, Var, MR, DM, Buffer]
 
 SocketLike = Union[socket.socket, int, "_HasFileno"]
 
@@ -112,62 +113,20 @@ def recv_fds(sock: SocketLike) -> Tuple[Device, bytes, List[int]]:
     return dev, payload, fds
 
 
-def _split_blobs(payload: bytes) -> List[bytes]:
-    """The blobs a payload of concatenated blobs holds (each says its length)."""
-    blobs, at = [], 0
-    while at < len(payload):
-        size = int.from_bytes(payload[at + 8:at + 10], "little") if at + 10 <= len(payload) else 0
-        if size < 10 or at + size > len(payload):
-            raise BlobCorrupt(f"payload is not a sequence of blobs (at byte {at})",
-                              _c.RSHARE_E_BLOB_CORRUPT)
-        blobs.append(payload[at:at + size])
-        at += size
-    return blobs
-
-
-def _import_all(dev: Device, payload: bytes, fds: List[int], objects: List[Shared]) -> None:
-    """Import each blob of payload into objects (in order, so a failure
-    leaves there what needs releasing)."""
-    pds: List[PD] = []
-    for blob in _split_blobs(payload):
-        kind = _c.blob_kind(blob)
-        if kind == _c.RSHARE_KIND_PD:
-            new_pd = dev.import_pd(blob)
-            pds.append(new_pd)
-            obj: Shared = new_pd
-        elif kind == _c.RSHARE_KIND_VAR:
-            obj = dev.import_var(blob)
-        elif kind == _c.RSHARE_KIND_DM:
-            obj = dev.import_dm(blob)
-        else:  # an MR or a buffer: into the PD it names
-            pd_handle = _c.blob_field(blob, _c.RSHARE_FIELD_PD_HANDLE)
-            pd = next((p for p in reversed(pds) if p.handle == pd_handle), None)
-            if pd is None:
-                raise InvalidArgument(f"blob of kind {kind} names PD {pd_handle}, which the "
-                                      "message does not carry", _c.RSHARE_E_INVAL)
-            if kind == _c.RSHARE_KIND_BUF:
-                if not fds:
-                    raise InvalidArgument("a buffer blob without its memory fd",
-                                          _c.RSHARE_E_INVAL)
-                obj = pd.import_buffer(blob, fds.pop(0))
-            else:
-                obj = pd.import_mr(blob)
-        objects.append(obj)
-
-
-def recv_objects(sock: SocketLike) -> Tuple[Device, List[Shared]]:
+def recv_objects(sock: SocketLike) -> Tuple[Device, Dict[str, List[Any]]]:
     """Receive a message sent by ``send(sock, dev, *objects)`` and import
-    everything it carries: (Device, [objects in the order sent, PDs
-    included]). Buffers map the memory fd that came with them (the
-    received fds are closed here in every case); on failure what was
-    imported is released again."""
+    everything it carries: (Device, {kind name: [objects]}), e.g.
+    ``dev, objs = recv_objects(sock); buf = objs["buf"][0]``. Buffers map
+    the memory fd that came with them (the received fds are closed here in
+    every case); on failure what was imported is released again."""
     dev, payload, fds = recv_fds(sock)
-    objects: List[Shared] = []
     try:
-        _import_all(dev, payload, list(fds), objects)
+        blobs = split(payload)
+        if blobs is None:
+            raise BlobCorrupt("the payload is not a sequence of blobs",
+                              _c.RSHARE_E_BLOB_CORRUPT)
+        objects = import_all(dev, blobs, list(fds))
     except BaseException:
-        for obj in reversed(objects):
-            obj.unimport()
         dev.close()
         raise
     finally:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, List, NamedTuple, NoReturn, Optional, Sup
 
 from . import _errors
 from . import _rshare as _c
+from ._blob import provider_name
 from ._errors import Error
 from ._objects import DM, PD, Var
 
@@ -34,15 +35,10 @@ class Caps(enum.IntFlag):
     BUF = _c.RSHARE_CAP_BUF
     DM_MAP = _c.RSHARE_CAP_DM_MAP
 
-_PROVIDERS = {_c.RSHARE_PROVIDER_HW: "hw", _c.RSHARE_PROVIDER_SIM: "sim"}
 
 Blob = Union[bytes, bytearray, memoryview, str]
 
 _FD_IN_MESSAGE = re.compile(r"\bfd -?\d+")
-
-
-def _provider_name(value: int) -> str:
-    return _PROVIDERS.get(value, f"unknown({value})")
 
 
 class DeviceInfo(NamedTuple):
@@ -58,7 +54,7 @@ def devices() -> List[DeviceInfo]:
     result = []
     for index in range(_c.devices_count()):
         name, guid, provider = _c.devices_get(index)
-        result.append(DeviceInfo(name, guid, _provider_name(provider)))
+        result.append(DeviceInfo(name, guid, provider_name(provider)))
     return result
 
 
@@ -121,7 +117,7 @@ class Device(_c.Context):
     @property
     def provider(self) -> str:
         """"hw" for a real RDMA device, "sim" for the simulated sim0."""
-        return _provider_name(_c.device_provider(self))
+        return provider_name(_c.device_provider(self))
 
     @property
     def caps(self) -> Caps:

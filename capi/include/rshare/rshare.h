@@ -6,7 +6,8 @@
  *
  * This is the only public header of librshare.so.1. Every function declared
  * here is exported under the ELF version node of the release that added it
- * (abi/rshare.map): RSHARE_1.0, or RSHARE_1.1 for those marked "Since 1.1".
+ * (abi/rshare.map): RSHARE_1.0, or RSHARE_1.1 or RSHARE_1.2 for those
+ * marked "Since 1.1" or "Since 1.2".
  * A program that uses a 1.1 function records RSHARE_1.1 in its version
  * needs, so it refuses to load on a 1.0 library instead of failing later.
  *
@@ -192,6 +193,19 @@ RSHARE_API const char *rshare_version(void);
  * header declares. Never fails. Since 1.1.
  */
 RSHARE_API int rshare_version_number(void);
+
+/**
+ * The name of an enum rshare_kind value: "pd", "var", "mr", "dm" (the kind
+ * as rshare_blob_describe() and the bindings name it). Returns a static
+ * string; NULL for a value this library does not know. Since 1.2.
+ */
+RSHARE_API const char *rshare_kind_name(int kind);
+
+/**
+ * The name of an enum rshare_provider value: "hw", "sim". Returns a static
+ * string; NULL for a value this library does not know. Since 1.2.
+ */
+RSHARE_API const char *rshare_provider_name(int provider);
 
 /**
  * The symbolic name of a status, e.g. "RSHARE_E_STALE".
@@ -756,6 +770,19 @@ RSHARE_API int rshare_buf_free(rshare_buf *buf);
  * RSHARE_E_BLOB_CORRUPT).
  */
 RSHARE_API int rshare_blob_kind(const void *blob, size_t len, int *kind);
+
+/**
+ * The length of the blob that starts at buf, of which avail bytes are
+ * readable, in *len: for splitting a payload of concatenated blobs (what
+ * the broker and the channel carry) without reading byte offsets. Checks
+ * the framing only (the magic, and a length field that is at least a
+ * blob's and at most avail); validate each piece with rshare_blob_kind()
+ * or an import. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (buf or len NULL);
+ * RSHARE_E_BLOB_CORRUPT (fewer bytes than a blob, not a blob, or a length
+ * beyond avail).
+ */
+RSHARE_API int rshare_blob_size(const void *buf, size_t avail, size_t *len);
 
 /**
  * Read one field of a valid blob (validated in full first) into *value:

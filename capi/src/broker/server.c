@@ -238,21 +238,19 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
  * null if it is not a sequence of valid blobs. */
 static void describe_blobs(struct share *sh)
 {
-	static const char *const names[] = { "?", "pd", "var", "mr", "dm" };
 	size_t off = 0, n = 1;
 	char *out = sh->blobs;
 
 	out[0] = '[';
 	while (off < sh->len) {
-		size_t blen, left = sh->len - off;
+		size_t blen;
 		int kind;
 		const char *name;
 
-		blen = left >= 10 ? rs_get16(sh->payload + off + 8) : left;
-		if (blen > left || blen == 0 ||
+		if (rshare_blob_size(sh->payload + off, sh->len - off, &blen) != RSHARE_OK ||
 		    rshare_blob_kind(sh->payload + off, blen, &kind) != RSHARE_OK)
 			goto not_blobs;
-		name = kind > 0 && kind < 5 ? names[kind] : "?";
+		name = rshare_kind_name(kind);
 		if (n + strlen(name) + 4 >= sizeof(sh->blobs))
 			goto not_blobs;
 		n += (size_t)sprintf(out + n, "%s\"%s\"", n > 1 ? "," : "", name);

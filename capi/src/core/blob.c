@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 #include "blob.h"
+#include "kinds.h"
+#include "providers.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -8,51 +10,50 @@
 #include "util/error.h"
 #include "util/le.h"
 
-/* What each kind adds after the common fields: the size of its fixed
- * fields and the largest provider-private part it may carry. Indexed by
- * enum rshare_kind; a kind absent here is unknown to this library. */
-static const struct kind_layout {
-	const char *word, *json;
-	uint8_t fields;
-	uint8_t priv_max;
-} layouts[] = {
-	[RSHARE_KIND_PD] = { "PD", "pd", 0, RS_PRIV_MAX },
-	[RSHARE_KIND_VAR] = { "VAR", "var", RS_BLOB_VAR_FIELDS, RS_PRIV_MAX },
-	[RSHARE_KIND_MR] = { "MR", "mr", RS_BLOB_MR_FIELDS, 0 },
-	[RSHARE_KIND_DM] = { "DM", "dm", RS_BLOB_DM_FIELDS, 0 },
-	[RSHARE_KIND_BUF] = { "buffer", "buf", RS_BLOB_BUF_FIELDS, 0 },
-};
-#define NKINDS (sizeof(layouts) / sizeof(layouts[0]))
-
-_Static_assert(RS_BLOB_COMMON_END + RS_BLOB_VAR_FIELDS + RS_PRIV_MAX +
-		       RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
-	       "largest VAR blob must fit RSHARE_BLOB_MAX");
-_Static_assert(RS_BLOB_COMMON_END + RS_BLOB_BUF_FIELDS + RS_BLOB_CRC_SIZE <= RSHARE_BLOB_MAX,
-	       "buffer blob (MR fields and more) must fit RSHARE_BLOB_MAX");
-
-static const struct kind_layout *layout(int kind)
-{
-	return kind > 0 && (size_t)kind < NKINDS && layouts[kind].word ? &layouts[kind] : NULL;
-}
-
 const char *rs_kind_word(int kind)
 {
-	return layout(kind) ? layout(kind)->word : "object of unknown kind";
+	return rs_kind(kind) ? rs_kind(kind)->word : "object of unknown kind";
 }
 
-const char *rs_kind_json(int kind)
+const char *rs_kind_article(int kind)
 {
-	return layout(kind) ? layout(kind)->json : "?";
+	/* The words are initialisms, read letter by letter: "an MR". */
+	return strchr("AEFHILMNORSXo", rs_kind_word(kind)[0]) ? "an" : "a";
 }
 
-static size_t blob_size(int kind, size_t priv_len)
+uint64_t rs_blob_get(const struct rs_blob *b, int field)
 {
-	return RS_BLOB_COMMON_END + layout(kind)->fields + priv_len + RS_BLOB_CRC_SIZE;
+	switch (field) {
+	case RSHARE_FIELD_KIND: return (uint64_t)b->kind;
+	case RSHARE_FIELD_PROVIDER: return (uint64_t)b->provider;
+	case RSHARE_FIELD_GUID: return b->guid;
+	case RSHARE_FIELD_TABLE: return b->table_id;
+	case RSHARE_FIELD_HANDLE: return b->handle;
+	case RSHARE_FIELD_SERIAL: return b->serial;
+	case RSHARE_FIELD_PAGE_ID: return b->page_id;
+	case RSHARE_FIELD_LENGTH: return b->length;
+	case RSHARE_FIELD_MMAP_OFF: return b->mmap_off;
+	case RSHARE_FIELD_PD_HANDLE: return b->pd_handle;
+	case RSHARE_FIELD_PD_SERIAL: return b->pd_serial;
+	case RSHARE_FIELD_ADDR: return b->addr;
+	case RSHARE_FIELD_LKEY: return b->lkey;
+	case RSHARE_FIELD_RKEY: return b->rkey;
+	case RSHARE_FIELD_ACCESS: return b->access;
+	case RSHARE_FIELD_MEM_DEV: return b->mem_dev;
+	case RSHARE_FIELD_MEM_INO: return b->mem_ino;
+	default: return 0;
+	}
+}
+
+static size_t blob_size(const struct rs_kind *k, size_t priv_len)
+{
+	return RS_BLOB_COMMON_END + k->fields_len + priv_len + RS_BLOB_CRC_SIZE;
 }
 
 size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 {
-	size_t n = blob_size(b->kind, b->priv_len);
+	const struct rs_kind *k = rs_kind(b->kind);
+	size_t n = blob_size(k, b->priv_len);
 	uint8_t *f = out + RS_BLOB_COMMON_END;
 
 	memcpy(out + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4);
@@ -66,31 +67,8 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 	rs_put64(out + RS_BLOB_OFF_GUID, b->guid);
 	rs_put64(out + RS_BLOB_OFF_TABLE, b->table_id);
 	rs_put64(out + RS_BLOB_OFF_SERIAL, b->serial);
-	switch (b->kind) {
-	case RSHARE_KIND_VAR:
-		rs_put32(f, b->page_id);
-		rs_put32(f + 4, (uint32_t)b->length);
-		rs_put64(f + 8, b->mmap_off);
-		break;
-	case RSHARE_KIND_MR:
-	case RSHARE_KIND_BUF: /* a buffer's blob is its MR's, then its memfd */
-		rs_put32(f, b->pd_handle);
-		rs_put32(f + 4, b->access);
-		rs_put64(f + 8, b->pd_serial);
-		rs_put64(f + 16, b->addr);
-		rs_put64(f + 24, b->length);
-		rs_put32(f + 32, b->lkey);
-		rs_put32(f + 36, b->rkey);
-		if (b->kind == RSHARE_KIND_BUF) {
-			rs_put64(f + 40, b->mem_dev);
-			rs_put64(f + 48, b->mem_ino);
-		}
-		break;
-	case RSHARE_KIND_DM:
-		rs_put64(f, b->length);
-		break;
-	}
-	f += layout(b->kind)->fields;
+	k->encode(b, f);
+	f += k->fields_len;
 	memcpy(f, b->priv, b->priv_len);
 	f += b->priv_len;
 	rs_put32(f, rs_crc32c(out, (size_t)(f - out)));
@@ -102,41 +80,10 @@ static int corrupt(const char *why, size_t a, size_t b)
 	return rs_fail(RSHARE_E_BLOB_CORRUPT, 0, why, a, b);
 }
 
-/* Read the kind's fields (the layout is validated). */
-static void decode_fields(const uint8_t *f, struct rs_blob *b)
-{
-	b->page_id = b->pd_handle = b->lkey = b->rkey = b->access = 0;
-	b->length = b->mmap_off = b->pd_serial = b->addr = b->mem_dev = b->mem_ino = 0;
-	switch (b->kind) {
-	case RSHARE_KIND_VAR:
-		b->page_id = rs_get32(f);
-		b->length = rs_get32(f + 4);
-		b->mmap_off = rs_get64(f + 8);
-		break;
-	case RSHARE_KIND_MR:
-	case RSHARE_KIND_BUF:
-		b->pd_handle = rs_get32(f);
-		b->access = rs_get32(f + 4);
-		b->pd_serial = rs_get64(f + 8);
-		b->addr = rs_get64(f + 16);
-		b->length = rs_get64(f + 24);
-		b->lkey = rs_get32(f + 32);
-		b->rkey = rs_get32(f + 36);
-		if (b->kind == RSHARE_KIND_BUF) {
-			b->mem_dev = rs_get64(f + 40);
-			b->mem_ino = rs_get64(f + 48);
-		}
-		break;
-	case RSHARE_KIND_DM:
-		b->length = rs_get64(f);
-		break;
-	}
-}
-
 int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 {
 	const uint8_t *p = buf;
-	const struct kind_layout *l;
+	const struct rs_kind *l;
 	size_t want;
 	uint32_t crc;
 
@@ -166,7 +113,7 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 		return corrupt("blob checksum mismatch (%zu bytes, crc 0x%zx)", len,
 			       (size_t)crc);
 	b->kind = p[RS_BLOB_OFF_KIND];
-	l = layout(b->kind);
+	l = rs_kind(b->kind);
 	if (!l)
 		return rs_fail(RSHARE_E_BLOB_KIND, 0,
 			       "blob kind %d is unknown to this library (made by a newer "
@@ -175,11 +122,11 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	if (b->priv_len > l->priv_max)
 		return corrupt("blob private part of %zu bytes exceeds %zu for its kind",
 			       b->priv_len, (size_t)l->priv_max);
-	want = blob_size(b->kind, b->priv_len);
+	want = blob_size(l, b->priv_len);
 	if (want != len)
 		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
 	b->provider = p[RS_BLOB_OFF_PROVIDER];
-	if (b->provider != RSHARE_PROVIDER_HW && b->provider != RSHARE_PROVIDER_SIM)
+	if (!rs_provider_name(b->provider))
 		return corrupt("blob provider %zu is unknown (%zu bytes)",
 			       (size_t)b->provider, len);
 	if (p[RS_BLOB_OFF_FLAGS] != 0)
@@ -189,17 +136,19 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	b->guid = rs_get64(p + RS_BLOB_OFF_GUID);
 	b->table_id = rs_get64(p + RS_BLOB_OFF_TABLE);
 	b->serial = rs_get64(p + RS_BLOB_OFF_SERIAL);
-	decode_fields(p + RS_BLOB_COMMON_END, b);
-	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields, b->priv_len);
+	b->page_id = b->pd_handle = b->lkey = b->rkey = b->access = 0;
+	b->length = b->mmap_off = b->pd_serial = b->addr = 0;
+	l->decode(p + RS_BLOB_COMMON_END, b);
+	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields_len, b->priv_len);
 	return RSHARE_OK;
 }
 
 int rs_blob_check_target(const struct rs_blob *b, int kind, const struct rs_ctx *ctx)
 {
 	if (b->kind != kind)
-		return rs_fail(RSHARE_E_BLOB_KIND, 0, "blob holds a%s %s, a%s %s was expected",
-			       b->kind == RSHARE_KIND_MR ? "n" : "", rs_kind_word(b->kind),
-			       kind == RSHARE_KIND_MR ? "n" : "", rs_kind_word(kind));
+		return rs_fail(RSHARE_E_BLOB_KIND, 0, "blob holds %s %s, %s %s was expected",
+			       rs_kind_article(b->kind), rs_kind_word(b->kind),
+			       rs_kind_article(kind), rs_kind_word(kind));
 	if (b->provider != ctx->ops->id || b->guid != ctx->guid)
 		return rs_fail(RSHARE_E_DEVICE_MISMATCH, 0,
 			       "blob is from device 0x%016" PRIx64 " (%s), this context is "

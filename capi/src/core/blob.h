@@ -7,6 +7,7 @@
 #ifndef RSHARE_CORE_BLOB_H
 #define RSHARE_CORE_BLOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,11 +29,7 @@ enum {
 	RS_BLOB_OFF_GUID = 16,
 	RS_BLOB_OFF_TABLE = 24,
 	RS_BLOB_OFF_SERIAL = 32,
-	RS_BLOB_COMMON_END = 40,
-	RS_BLOB_VAR_FIELDS = 16, /* page_id, length, mmap_off */
-	RS_BLOB_MR_FIELDS = 40,  /* pd_handle, access, pd_serial, addr, length, lkey, rkey */
-	RS_BLOB_DM_FIELDS = 8,   /* length */
-	RS_BLOB_BUF_FIELDS = 56, /* the MR's fields, then mem_dev, mem_ino */
+	RS_BLOB_COMMON_END = 40, /* then the kind's fields (kinds.h) */
 	RS_BLOB_CRC_SIZE = 4,
 	RS_BLOB_MIN = RS_BLOB_COMMON_END + RS_BLOB_CRC_SIZE
 };
@@ -44,12 +41,13 @@ struct rs_blob {
 	uint64_t table_id;
 	uint64_t serial;
 	uint32_t handle;
+	/* The kinds' fields (kinds.h says which kind has which). */
 	uint32_t page_id;  /* VAR only */
 	uint64_t length;   /* VAR (a u32 on the wire), MR, DM */
 	uint64_t mmap_off; /* VAR only */
 	uint32_t pd_handle, lkey, rkey, access; /* MR, buffer */
 	uint64_t pd_serial, addr;               /* MR, buffer */
-	uint64_t mem_dev, mem_ino;              /* buffer only: its memfd's identity */
+	uint64_t mem_dev, mem_ino;              /* buffer: its memfd's identity */
 	uint16_t priv_len;
 	uint8_t priv[RS_PRIV_MAX];
 };
@@ -61,12 +59,22 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out);
  * status with the cause recorded. */
 int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b);
 
-/* "PD", "VAR", "MR", "DM" (for messages) and "pd", "var", ... (for JSON). */
-const char *rs_kind_word(int kind);
-const char *rs_kind_json(int kind);
+/* Every enum rshare_field: its JSON key, and whether rshare_blob_describe()
+ * writes it as a hex string. */
+#define RS_NFIELDS (RSHARE_FIELD_MEM_INO + 1)
+struct rs_field_name {
+	const char *name;
+	bool hex;
+};
+extern const struct rs_field_name rs_field_names[RS_NFIELDS];
 
-/* The short name of provider id ("hw", "sim"), from the provider table. */
-const char *rs_provider_name(int id);
+/* One field of b (enum rshare_field; common or of b's kind). */
+uint64_t rs_blob_get(const struct rs_blob *b, int field);
+
+/* "PD", "VAR", "MR", "DM" (for messages), from the kind table. */
+const char *rs_kind_word(int kind);
+/* "a" or "an", as fits rs_kind_word(kind). */
+const char *rs_kind_article(int kind);
 
 /* May a blob of this content be imported into ctx? RSHARE_OK,
  * RSHARE_E_BLOB_KIND or RSHARE_E_DEVICE_MISMATCH with the cause recorded. */

@@ -1,62 +1,41 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* rshare_blob_field(): one scalar of a validated blob, so that bindings
- * need not parse rshare_blob_describe()'s JSON to read a field. */
+ * need not parse rshare_blob_describe()'s JSON to read a field. Which kind
+ * has which field is the kind table's (kinds.h). */
 #include "blob.h"
+#include "kinds.h"
 #include "util/error.h"
 
-/* Which kinds carry each field, as bits (1 << kind). */
-#define K(kind) (1u << (kind))
-#define EVERY                                                                      \
-	(K(RSHARE_KIND_PD) | K(RSHARE_KIND_VAR) | K(RSHARE_KIND_MR) | K(RSHARE_KIND_DM) | \
-	 K(RSHARE_KIND_BUF))
-#define MR_FIELDS (K(RSHARE_KIND_MR) | K(RSHARE_KIND_BUF)) /* a buffer carries its MR's */
-
-static const struct {
-	const char *name;
-	unsigned kinds;
-} fields[] = {
-	[RSHARE_FIELD_KIND] = { "kind", EVERY },
-	[RSHARE_FIELD_PROVIDER] = { "provider", EVERY },
-	[RSHARE_FIELD_GUID] = { "guid", EVERY },
-	[RSHARE_FIELD_TABLE] = { "table", EVERY },
-	[RSHARE_FIELD_HANDLE] = { "handle", EVERY },
-	[RSHARE_FIELD_SERIAL] = { "serial", EVERY },
-	[RSHARE_FIELD_PAGE_ID] = { "page_id", K(RSHARE_KIND_VAR) },
-	[RSHARE_FIELD_LENGTH] = { "length", K(RSHARE_KIND_VAR) | MR_FIELDS |
-						    K(RSHARE_KIND_DM) },
-	[RSHARE_FIELD_MMAP_OFF] = { "mmap_off", K(RSHARE_KIND_VAR) },
-	[RSHARE_FIELD_PD_HANDLE] = { "pd_handle", MR_FIELDS },
-	[RSHARE_FIELD_PD_SERIAL] = { "pd_serial", MR_FIELDS },
-	[RSHARE_FIELD_ADDR] = { "addr", MR_FIELDS },
-	[RSHARE_FIELD_LKEY] = { "lkey", MR_FIELDS },
-	[RSHARE_FIELD_RKEY] = { "rkey", MR_FIELDS },
-	[RSHARE_FIELD_ACCESS] = { "access", MR_FIELDS },
-	[RSHARE_FIELD_MEM_DEV] = { "mem_dev", K(RSHARE_KIND_BUF) },
-	[RSHARE_FIELD_MEM_INO] = { "mem_ino", K(RSHARE_KIND_BUF) },
+const struct rs_field_name rs_field_names[RS_NFIELDS] = {
+	[RSHARE_FIELD_KIND] = { "kind", false },
+	[RSHARE_FIELD_PROVIDER] = { "provider", false },
+	[RSHARE_FIELD_GUID] = { "guid", true },
+	[RSHARE_FIELD_TABLE] = { "table", true },
+	[RSHARE_FIELD_HANDLE] = { "handle", false },
+	[RSHARE_FIELD_SERIAL] = { "serial", false },
+	[RSHARE_FIELD_PAGE_ID] = { "page_id", false },
+	[RSHARE_FIELD_LENGTH] = { "length", false },
+	[RSHARE_FIELD_MMAP_OFF] = { "mmap_off", false },
+	[RSHARE_FIELD_PD_HANDLE] = { "pd_handle", false },
+	[RSHARE_FIELD_PD_SERIAL] = { "pd_serial", false },
+	[RSHARE_FIELD_ADDR] = { "addr", true },
+	[RSHARE_FIELD_LKEY] = { "lkey", false },
+	[RSHARE_FIELD_RKEY] = { "rkey", false },
+	[RSHARE_FIELD_ACCESS] = { "access", false },
+	[RSHARE_FIELD_MEM_DEV] = { "mem_dev", false },
+	[RSHARE_FIELD_MEM_INO] = { "mem_ino", false },
 };
-#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-static uint64_t field_value(const struct rs_blob *b, int field)
+/* Does a blob of kind k carry field? The common fields every blob has;
+ * the others are in the kind's layout. */
+static bool has_field(const struct rs_kind *k, int field)
 {
-	switch (field) {
-	case RSHARE_FIELD_KIND: return (uint64_t)b->kind;
-	case RSHARE_FIELD_PROVIDER: return (uint64_t)b->provider;
-	case RSHARE_FIELD_GUID: return b->guid;
-	case RSHARE_FIELD_TABLE: return b->table_id;
-	case RSHARE_FIELD_HANDLE: return b->handle;
-	case RSHARE_FIELD_SERIAL: return b->serial;
-	case RSHARE_FIELD_PAGE_ID: return b->page_id;
-	case RSHARE_FIELD_LENGTH: return b->length;
-	case RSHARE_FIELD_MMAP_OFF: return b->mmap_off;
-	case RSHARE_FIELD_PD_HANDLE: return b->pd_handle;
-	case RSHARE_FIELD_PD_SERIAL: return b->pd_serial;
-	case RSHARE_FIELD_ADDR: return b->addr;
-	case RSHARE_FIELD_LKEY: return b->lkey;
-	case RSHARE_FIELD_RKEY: return b->rkey;
-	case RSHARE_FIELD_ACCESS: return b->access;
-	case RSHARE_FIELD_MEM_DEV: return b->mem_dev;
-	default: return b->mem_ino; /* RSHARE_FIELD_MEM_INO */
-	}
+	if (field <= RSHARE_FIELD_SERIAL)
+		return true;
+	for (unsigned i = 0; i < k->nfields; i++)
+		if (k->fields[i].field == field)
+			return true;
+	return false;
 }
 
 int rshare_blob_field(const void *blob, size_t len, int field, uint64_t *value)
@@ -66,16 +45,16 @@ int rshare_blob_field(const void *blob, size_t len, int field, uint64_t *value)
 
 	if (!value)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "value is NULL"));
-	if (field <= 0 || (size_t)field >= NFIELDS || !fields[field].name)
+	if (field <= 0 || field >= RS_NFIELDS || !rs_field_names[field].name)
 		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "field %d is not an enum rshare_field",
 				  field));
 	status = rs_blob_decode(blob, len, &b);
 	if (status)
 		RS_RETURN(status);
-	if (!(fields[field].kinds & K(b.kind)))
-		RS_RETURN(rs_fail(RSHARE_E_NOT_FOUND, 0, "a%s %s blob has no field %s",
-				  b.kind == RSHARE_KIND_MR ? "n" : "", rs_kind_word(b.kind),
-				  fields[field].name));
-	*value = field_value(&b, field);
+	if (!has_field(rs_kind(b.kind), field))
+		RS_RETURN(rs_fail(RSHARE_E_NOT_FOUND, 0, "%s %s blob has no field %s",
+				  rs_kind_article(b.kind), rs_kind_word(b.kind),
+				  rs_field_names[field].name));
+	*value = rs_blob_get(&b, field);
 	return RSHARE_OK;
 }

@@ -5,8 +5,11 @@
 #include <string.h>
 
 #include "blob.h"
+#include "kinds.h"
+#include "providers.h"
 #include "util/copyout.h"
 #include "util/error.h"
+#include "util/le.h"
 
 #define TEXT_PREFIX "rshare:"
 #define TEXT_PREFIX_LEN (sizeof(TEXT_PREFIX) - 1)
@@ -31,40 +34,55 @@ int rshare_blob_kind(const void *blob, size_t len, int *kind)
 	return RSHARE_OK;
 }
 
+int rshare_blob_size(const void *buf, size_t avail, size_t *len)
+{
+	const uint8_t *p = buf;
+	size_t n;
+
+	if (!buf || !len)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", buf ? "len" : "buf"));
+	if (avail < RS_BLOB_MIN)
+		RS_RETURN(rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+				  "blob truncated: %zu bytes left, a blob has at least %d",
+				  avail, RS_BLOB_MIN));
+	if (memcmp(p + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4) != 0)
+		RS_RETURN(rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+				  "not an rshare blob: bad magic (%zu bytes left)", avail));
+	n = rs_get16(p + RS_BLOB_OFF_LENGTH);
+	if (n < RS_BLOB_MIN || n > avail)
+		RS_RETURN(rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
+				  "blob length field says %zu bytes, %s", n,
+				  n < RS_BLOB_MIN ? "too short for a blob"
+						  : "more than are left"));
+	*len = n;
+	return RSHARE_OK;
+}
+
 int rshare_blob_describe(const void *blob, size_t len, char *buf, size_t cap,
 			 size_t *out_len)
 {
 	char json[512]; /* the header promises at most 512 bytes */
+	const struct rs_kind *k;
 	struct rs_blob b;
 	int n, status = rs_blob_decode(blob, len, &b);
 
 	if (status)
 		RS_RETURN(status);
+	k = rs_kind(b.kind);
 	n = snprintf(json, sizeof(json),
 		     "{\"format\":%d,\"kind\":\"%s\",\"provider\":\"%s\","
 		     "\"guid\":\"0x%016" PRIx64 "\",\"table\":\"0x%016" PRIx64 "\","
 		     "\"handle\":%" PRIu32 ",\"serial\":%" PRIu64,
-		     RS_BLOB_FORMAT, rs_kind_json(b.kind), rs_provider_name(b.provider), b.guid,
+		     RS_BLOB_FORMAT, k->json, rs_provider_name(b.provider), b.guid,
 		     b.table_id, b.handle, b.serial);
-	if (b.kind == RSHARE_KIND_VAR)
+	for (unsigned i = 0; i < k->nfields; i++) {
+		const struct rs_field_name *f = &rs_field_names[k->fields[i].field];
+		uint64_t v = rs_blob_get(&b, k->fields[i].field);
+
 		n += snprintf(json + n, sizeof(json) - (size_t)n,
-			      ",\"page_id\":%" PRIu32 ",\"length\":%" PRIu32
-			      ",\"mmap_off\":%" PRIu64,
-			      b.page_id, (uint32_t)b.length, b.mmap_off);
-	if (b.kind == RSHARE_KIND_MR || b.kind == RSHARE_KIND_BUF)
-		n += snprintf(json + n, sizeof(json) - (size_t)n,
-			      ",\"pd_handle\":%" PRIu32 ",\"pd_serial\":%" PRIu64
-			      ",\"addr\":\"0x%016" PRIx64 "\",\"length\":%" PRIu64
-			      ",\"lkey\":%" PRIu32 ",\"rkey\":%" PRIu32 ",\"access\":%" PRIu32,
-			      b.pd_handle, b.pd_serial, b.addr, b.length, b.lkey, b.rkey,
-			      b.access);
-	if (b.kind == RSHARE_KIND_DM)
-		n += snprintf(json + n, sizeof(json) - (size_t)n, ",\"length\":%" PRIu64,
-			      b.length);
-	if (b.kind == RSHARE_KIND_BUF)
-		n += snprintf(json + n, sizeof(json) - (size_t)n,
-			      ",\"mem_dev\":%" PRIu64 ",\"mem_ino\":%" PRIu64, b.mem_dev,
-			      b.mem_ino);
+			      f->hex ? ",\"%s\":\"0x%016" PRIx64 "\"" : ",\"%s\":%" PRIu64,
+			      f->name, v);
+	}
 	n += snprintf(json + n, sizeof(json) - (size_t)n,
 		      ",\"private_len\":%u,\"size\":%zu}", b.priv_len, len);
 	RS_RETURN(rs_copy_str(json, (size_t)n, buf, cap, out_len));

@@ -58,7 +58,7 @@ static void *dm_native(const struct rs_obj *obj)
 }
 
 static const struct rs_obj_ops dm_ops = {
-	.slot_kind = RS_OBJ_DM, .blob_kind = RSHARE_KIND_DM, .parent_kind = RS_OBJ_DEVICE,
+	RS_OPS_KIND(DM),
 	.alloc = dm_alloc, .import = dm_import, .unimport = dm_unimport,
 	.destroy = dm_destroy, .to_blob = dm_to_blob, .handle = dm_handle,
 	.native = dm_native,

@@ -34,15 +34,17 @@ static void release_if_inherited(struct rs_slot *slot, int kind, struct rs_devic
 
 void rs_release_inherited(struct rs_device *dev)
 {
-	/* Buffers first (each releases its own MR), then MRs: they live in
-	 * PDs, which refuse to go while they do. */
-	static const int order[] = { RS_OBJ_BUF, RS_OBJ_MR, RS_OBJ_PD, RS_OBJ_VAR, RS_OBJ_DM };
+	/* In the kind table's release passes: an object before what it lives
+	 * in (MRs before their PDs, which refuse to go while MRs live). */
+	for (int pass = 0; pass < RS_RELEASE_PASSES; pass++) {
+		for (int k = 1; k <= RS_NKINDS; k++) {
+			struct rs_slot *slot;
+			uint32_t cursor = 0;
 
-	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
-		struct rs_slot *slot;
-		uint32_t cursor = 0;
-
-		while ((slot = rs_slot_next(&cursor)))
-			release_if_inherited(slot, order[k], dev);
+			if (rs_kind(k)->release != pass)
+				continue;
+			while ((slot = rs_slot_next(&cursor)))
+				release_if_inherited(slot, rs_kind(k)->slot_kind, dev);
+		}
 	}
 }

@@ -163,7 +163,7 @@ static _Atomic uint32_t fork_gen; /* forks in this process's ancestry */
 
 static inline bool is_object(int kind)
 {
-	return kind >= RS_OBJ_PD && kind <= RS_OBJ_DM;
+	return rs_kind_of_slot(kind) != 0;
 }
 
 /* In a forked child, before anything else runs: only the forking thread

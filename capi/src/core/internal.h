@@ -24,26 +24,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kinds.h"
 #include "provider.h"
 
 struct rs_blob;
 struct rs_obj_ops;
 
-/* Slot kinds (4 bits of a handle token). */
-enum rs_obj_kind {
-	RS_OBJ_DEVICE = 1, RS_OBJ_PD = 2, RS_OBJ_VAR = 3, RS_OBJ_MR = 4, RS_OBJ_DM = 5, RS_OBJ_BUF = 6
-};
 /* Kinds owned by other parts of the library (the broker), kept apart from
- * the object kinds above; their slots hold a pointer in u.any. */
+ * the object kinds (kinds.h); their slots hold a pointer in u.any. */
 enum rs_aux_kind { RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
 
-/* "device", "PD", "VAR", "MR", "DM", "buffer": what a handle of slot kind k is. */
+/* "device", "PD", "VAR", "MR", "DM", "broker", "share": what a handle of
+ * slot kind k is. */
 static inline const char *rs_obj_kind_name(int k)
 {
-	static const char *const names[] = { "object", "device", "PD", "VAR", "MR", "DM", "buffer" };
 	if (k == RS_OBJ_BROKER || k == RS_OBJ_SHARE)
 		return k == RS_OBJ_BROKER ? "broker" : "share";
-	return k > 0 && k <= RS_OBJ_BUF ? names[k] : names[0];
+	if (k == RS_OBJ_DEVICE)
+		return "device";
+	return rs_kind_of_slot(k) ? rs_kind(rs_kind_of_slot(k))->word : "object";
 }
 
 struct rs_device {
@@ -91,7 +90,7 @@ struct rs_slot {
 	uint32_t born;              /* the process's fork generation when published */
 	union {
 		struct rs_device *dev; /* RS_OBJ_DEVICE */
-		struct rs_obj obj;     /* RS_OBJ_PD, _VAR, _MR, _DM, _BUF */
+		struct rs_obj obj;     /* an object kind (kinds.h) */
 		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE */
 	} u;
 };
@@ -143,10 +142,11 @@ int rs_test_slot_set_gen(const void *h, int kind, uint32_t gen);
 /* What differs between the kinds of shared object in their common life
  * cycle (object.c): where they live, which provider calls make, export,
  * release and destroy them, and what must go first (the VAR's mapping).
- * Adding a kind is one of these tables and its provider calls. */
+ * The rest of what a kind is comes from the kind table (kinds.h), and so
+ * do the first three fields: RS_OPS_KIND(NAME). */
 struct rs_obj_ops {
-	int slot_kind;   /* RS_OBJ_PD, _VAR, _MR, _DM */
-	int blob_kind;   /* RSHARE_KIND_* */
+	int slot_kind;   /* RS_OBJ_<NAME> */
+	int blob_kind;   /* RSHARE_KIND_<NAME> */
 	int parent_kind; /* RS_OBJ_DEVICE, or RS_OBJ_PD for an MR */
 	/* Provider calls. obj->dev (and obj->parent) are set; each initialises
 	 * the rest of its part of obj (the slot it is built in may hold an old

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Library-level entry points: version, status table, diagnostics. */
+/* Library-level entry points: version, status table, names of kinds and
+ * providers, diagnostics. */
 #include "rshare/rshare.h"
+#include "kinds.h"
+#include "providers.h"
 #include "util/error.h"
 #include "util/status.h"
 
@@ -32,6 +35,16 @@ const char *rshare_status_name(int status)
 const char *rshare_strerror(int status)
 {
 	return rs_status_text(status);
+}
+
+const char *rshare_kind_name(int kind)
+{
+	return rs_kind(kind) ? rs_kind(kind)->json : NULL;
+}
+
+const char *rshare_provider_name(int provider)
+{
+	return rs_provider_name(provider);
 }
 
 const char *rshare_last_error(void)

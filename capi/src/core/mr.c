@@ -93,7 +93,7 @@ static void *mr_native(const struct rs_obj *obj)
 }
 
 static const struct rs_obj_ops mr_ops = {
-	.slot_kind = RS_OBJ_MR, .blob_kind = RSHARE_KIND_MR, .parent_kind = RS_OBJ_PD,
+	RS_OPS_KIND(MR),
 	.alloc = mr_alloc, .import = mr_import, .unimport = mr_unimport,
 	.destroy = mr_destroy, .to_blob = mr_to_blob, .handle = mr_handle,
 	.native = mr_native,

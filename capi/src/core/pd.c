@@ -46,7 +46,7 @@ static void *pd_native(const struct rs_obj *obj)
 }
 
 static const struct rs_obj_ops pd_ops = {
-	.slot_kind = RS_OBJ_PD, .blob_kind = RSHARE_KIND_PD, .parent_kind = RS_OBJ_DEVICE,
+	RS_OPS_KIND(PD),
 	.alloc = pd_alloc, .import = pd_import, .unimport = pd_unimport,
 	.destroy = pd_destroy, .to_blob = pd_to_blob, .handle = pd_handle,
 	.native = pd_native,

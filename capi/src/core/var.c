@@ -92,7 +92,7 @@ static void *var_native(const struct rs_obj *obj)
 }
 
 static const struct rs_obj_ops var_ops = {
-	.slot_kind = RS_OBJ_VAR, .blob_kind = RSHARE_KIND_VAR, .parent_kind = RS_OBJ_DEVICE,
+	RS_OPS_KIND(VAR),
 	.alloc = var_alloc, .import = var_import, .unimport = var_unimport,
 	.destroy = var_destroy, .unmap = var_unmap, .to_blob = var_to_blob,
 	.handle = var_handle, .native = var_native,

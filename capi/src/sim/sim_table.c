@@ -174,10 +174,10 @@ static bool load_obj_serial(struct sim_table *t, uint32_t h, uint64_t serial,
 	       valid_obj(o, h, t->s.var_owner, t->s.dm_owner);
 }
 
+/* "PD", ...: a type is its kind's number (sim_table.h). */
 static const char *type_name(uint32_t type)
 {
-	static const char *const names[] = { "object", "PD", "VAR", "MR", "DM" };
-	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "object";
+	return type <= RS_NKINDS && type != SIM_FREE ? rs_kind((int)type)->word : "object";
 }
 
 bool sim_find_quiet(struct sim_table *t, uint32_t type, uint32_t handle,

@@ -38,6 +38,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/kinds.h"
+
 #define SIM_MAGIC 0x3242415453485352ull /* "RSHSTAB2" as little-endian bytes */
 #define SIM_LAYOUT 2
 #define SIM_GUID 0x02c0de5100000030ull /* sim0's node GUID */
@@ -66,7 +68,11 @@
  * first, so a holder that dies leaves something sim_repair understands. */
 #define SH_PUBLISH(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
-enum sim_obj_type { SIM_FREE = 0, SIM_PD = 1, SIM_VAR = 2, SIM_MR = 3, SIM_DM = 4 };
+/* Object types: 0 a free slot, then one per kind, numbered as the kind
+ * (SIM_PD = RSHARE_KIND_PD, ...: kinds.h). */
+#define SIM_TYPE_ENUM(N, ...) SIM_##N = RSHARE_KIND_##N,
+enum sim_obj_type { SIM_FREE = 0, RS_KINDS(SIM_TYPE_ENUM) };
+#undef SIM_TYPE_ENUM
 
 /* One object slot, 64 bytes. Which fields mean something depends on type. */
 struct sim_obj {
