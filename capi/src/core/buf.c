@@ -20,24 +20,14 @@
  * import then describes memory it does not see.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "blob.h"
 #include "internal.h"
 #include "util/error.h"
 #include "util/fdutil.h"
-
-/* Seals every buffer memfd carries: its size can never change. */
-#define BUF_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-#ifdef F_SEAL_FUTURE_WRITE
-#define BUF_WRITE_SEALS (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
-#else
-#define BUF_WRITE_SEALS F_SEAL_WRITE
-#endif
+#include "util/memfd.h"
 
 /* What rs_obj_alloc hands to buf_make: an allocation (blob NULL) or an
  * import of blob with fd. */
@@ -50,81 +40,6 @@ struct buf_args {
 	int fd;
 };
 
-static int memfd_status(int err)
-{
-	return err == ENOMEM || err == ENOSPC || err == EFBIG ? RSHARE_E_NOMEM : RSHARE_E_IO;
-}
-
-/* A new sealed memfd of length bytes; -1 with the cause recorded. */
-static int new_memfd(uint64_t length, int *status)
-{
-	int fd = memfd_create("rshare-buf", MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
-
-	if (fd < 0) {
-		*status = rs_fail(memfd_status(errno), errno, "memfd_create for the buffer failed");
-		return -1;
-	}
-	if (length > INT64_MAX || ftruncate(fd, (off_t)length) != 0 ||
-	    fcntl(fd, F_ADD_SEALS, BUF_SEALS) != 0) {
-		err = length > INT64_MAX ? EFBIG : errno;
-		*status = rs_fail(memfd_status(err), err, "cannot size and seal a memfd of %" PRIu64
-				  " bytes for the buffer", length);
-		rs_close_quietly(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Is fd the memory blob b describes? RSHARE_OK, RSHARE_E_INVAL (not an
- * open fd) or RSHARE_E_FD_MISMATCH naming the cause. */
-static int check_fd(int fd, const struct rs_blob *b)
-{
-	struct stat st;
-	int seals;
-
-	if (fd < 0)
-		return rs_fail(RSHARE_E_INVAL, 0, "fd %d is negative", fd);
-	if (fstat(fd, &st) != 0)
-		return rs_fail(RSHARE_E_INVAL, errno, "fd %d is not open", fd);
-	seals = fcntl(fd, F_GET_SEALS);
-	if (!S_ISREG(st.st_mode) || seals < 0)
-		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
-			       "fd %d is not a memfd (no seals: a regular file, pipe or "
-			       "socket?), so it is not the buffer's memory", fd);
-	if ((seals & BUF_SEALS) != BUF_SEALS || (seals & BUF_WRITE_SEALS))
-		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
-			       "fd %d has seals 0x%x, a buffer's memfd has exactly 0x%x "
-			       "(sealed size, writable): not the buffer's memory",
-			       fd, (unsigned)seals, (unsigned)BUF_SEALS);
-	if ((uint64_t)st.st_size != b->length)
-		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
-			       "fd %d holds %" PRIu64 " bytes, the buffer %" PRIu64 ": not "
-			       "the buffer's memory", fd, (uint64_t)st.st_size, b->length);
-	if ((uint64_t)st.st_dev != b->mem_dev || (uint64_t)st.st_ino != b->mem_ino)
-		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
-			       "fd %d is memfd inode %" PRIu64 " (device %" PRIu64 "), the "
-			       "buffer's memory is inode %" PRIu64 " (device %" PRIu64 "): "
-			       "another memfd", fd, (uint64_t)st.st_ino, (uint64_t)st.st_dev,
-			       b->mem_ino, b->mem_dev);
-	return RSHARE_OK;
-}
-
-/* Map fd (length bytes) shared and read-write into this process. */
-static int map(int fd, uint64_t length, void **addr)
-{
-	void *p;
-
-	if (length > SIZE_MAX)
-		return rs_fail(RSHARE_E_NOMEM, 0, "a buffer of %" PRIu64 " bytes does not fit "
-			       "this process's address space", length);
-	p = mmap(NULL, (size_t)length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return rs_fail(memfd_status(errno), errno, "mmap of the buffer's %" PRIu64
-			       " bytes failed", length);
-	*addr = p;
-	return RSHARE_OK;
-}
-
 /* The memory side of a buffer: the memfd (made, or a duplicate of the one
  * given, checked against b) and its mapping. */
 static int make_memory(struct rs_buf_info *buf, const struct buf_args *a,
@@ -134,13 +49,13 @@ static int make_memory(struct rs_buf_info *buf, const struct buf_args *a,
 	int status;
 
 	if (b) {
-		status = check_fd(a->fd, b);
+		status = rs_memfd_check(a->fd, b->length, b->mem_dev, b->mem_ino);
 		if (status)
 			return status;
 		buf->fd = rs_dup_cloexec(a->fd);
 		if (buf->fd < 0)
 			return rs_fail(RSHARE_E_IO, errno, "cannot duplicate fd %d", a->fd);
-	} else if ((buf->fd = new_memfd(a->length, &status)) < 0) {
+	} else if ((status = rs_memfd_new(a->length, &buf->fd))) {
 		return status;
 	}
 	if (fstat(buf->fd, &st) != 0) {
@@ -148,7 +63,7 @@ static int make_memory(struct rs_buf_info *buf, const struct buf_args *a,
 	} else {
 		buf->mem_dev = (uint64_t)st.st_dev;
 		buf->mem_ino = (uint64_t)st.st_ino;
-		status = map(buf->fd, buf->length, &buf->addr);
+		status = rs_memfd_map(buf->fd, buf->length, &buf->addr);
 	}
 	if (status)
 		rs_close_quietly(buf->fd);
