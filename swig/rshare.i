@@ -167,6 +167,8 @@
 %ignore rshare_broker_withdraw_name;
 %ignore rshare_broker_attach;
 %ignore rshare_broker_list;
+%ignore rshare_broker_publishv;
+%ignore rshare_broker_attachv;
 %ignore rshare_publish_opts;
 %ignore RSHARE_SHARE_NAME_MAX;
 %ignore RSHARE_SHARE_IDS_MAX;

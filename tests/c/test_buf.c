@@ -167,6 +167,64 @@ static void bad_args(rshare_device *dev, rshare_pd *pd, rshare_buf *stale,
 	CHECK_ST(rshare_buf_free(NULL), RSHARE_E_INVAL);
 }
 
+/* The broker keeps a buffer's memfd with the share and hands it to every
+ * rshare_broker_attachv (since 1.2); a plain attach is refused, and so is
+ * an fd that is not a sealed memfd. */
+static void broker_carries_buffers(rshare_device *dev, rshare_pd *pd)
+{
+	unsigned char payload[2 * RSHARE_BLOB_MAX];
+	char dir[] = "/tmp/rshare-bufb-XXXXXX", ep[64];
+	rshare_broker *b;
+	rshare_share *share, *bad = NULL;
+	rshare_device *got;
+	rshare_pd *gpd;
+	rshare_buf *buf, *gbuf;
+	size_t plen, blen, len, n = 99;
+	int fd, fds[2] = { -1, -1 }, p[2];
+	void *ptr;
+
+	REQUIRE(mkdtemp(dir) != NULL && pipe(p) == 0);
+	snprintf(ep, sizeof(ep), "%s/b.sock", dir);
+	REQUIRE_OK(rshare_broker_start(ep, &b));
+	REQUIRE_OK(rshare_buf_alloc(pd, 4096, RSHARE_ACCESS_LOCAL_WRITE, &buf));
+	REQUIRE_OK(rshare_buf_ptr(buf, &ptr, NULL));
+	memcpy(ptr, "by name", 8);
+	REQUIRE_OK(rshare_buf_fd(buf, &fd));
+	plen = export_pd(pd, payload);
+	REQUIRE_OK(rshare_buf_export(buf, payload + plen, sizeof(payload) - plen, &blen));
+	CHECK_ST(rshare_broker_publishv(ep, "bad", dev, &p[0], 1, payload, plen, NULL, &bad),
+		 RSHARE_E_FD_MISMATCH);
+	CHECK(bad == NULL);
+	REQUIRE_OK(rshare_broker_publishv(ep, "team/buf", dev, &fd, 1, payload, plen + blen, NULL,
+					  &share));
+	/* A receiver that takes no fds (as a 1.1 library) is refused cleanly. */
+	CHECK_ST(rshare_broker_attach(ep, "team/buf", 0, &got, payload, sizeof(payload), &len),
+		 RSHARE_E_PROTOCOL);
+	CHECK_MSG("rshare_broker_attachv");
+	CHECK_ST(rshare_broker_attachv(ep, "team/buf", 0, &got, NULL, 0, &n, payload,
+				       sizeof(payload), &len), RSHARE_E_NOSPACE);
+	CHECK(n == 1);
+	CHECK_OK(rshare_broker_attachv(ep, "team/buf", 0, &got, fds, 2, &n, payload,
+				       sizeof(payload), &len));
+	CHECK(n == 1 && len == plen + blen);
+	REQUIRE_OK(rshare_pd_import(got, payload, plen, &gpd));
+	REQUIRE_OK(rshare_buf_import(gpd, payload + plen, blen, fds[0], &gbuf));
+	close(fds[0]);
+	REQUIRE_OK(rshare_buf_ptr(gbuf, &ptr, NULL));
+	CHECK(memcmp(ptr, "by name", 8) == 0);
+	CHECK_OK(rshare_buf_unimport(gbuf));
+	CHECK_OK(rshare_pd_unimport(gpd));
+	CHECK_OK(rshare_device_close(got));
+	CHECK_OK(rshare_broker_withdraw(share));
+	CHECK_OK(rshare_buf_free(buf));
+	CHECK_OK(rshare_broker_stop(b));
+	close(p[0]);
+	close(p[1]);
+	snprintf(ep, sizeof(ep), "%s/b.sock.lock", dir);
+	unlink(ep);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	unsigned char pd_blob[RSHARE_BLOB_MAX], blob[RSHARE_BLOB_MAX], msg[2 * RSHARE_BLOB_MAX + 2];
@@ -259,6 +317,7 @@ int main(void)
 	CHECK_ST(rshare_mr_attrs(mr, &addr, NULL, NULL, NULL, NULL), RSHARE_E_STALE);
 
 	bad_args(dev, pd, buf, blob, blen, kept);
+	broker_carries_buffers(dev, pd);
 	CHECK_OK(rshare_buf_unimport(early));
 	close(kept);
 	CHECK_OK(rshare_pd_free(pd));

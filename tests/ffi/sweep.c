@@ -190,6 +190,16 @@ static void a_attach(struct fixture *f, ffi_val *a)
 	SET(a, VP(f->bpath), VP("sweep"), VI(0), VP(&f->p), BUF(f), VP(&f->z));
 }
 static void a_list(struct fixture *f, ffi_val *a) { SET(a, VP(f->bpath), BUF(f), VP(&f->z)); }
+static void a_publishv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("otherv"), VP(f->dev), VP(&f->buf_fd), VZ(1), VP(f->pd_blob),
+	    VZ(f->pd_len), VP(NULL), VP(&f->p));
+}
+static void a_attachv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("sweep"), VI(0), VP(&f->p), VP(f->fds), VZ(16), VP(&f->z2),
+	    BUF(f), VP(&f->z));
+}
 
 struct recipe {
 	const char *name;
@@ -285,6 +295,8 @@ static const struct recipe recipes[] = {
 	/* fds may be NULL: a message without extra fds is then received (the
 	 * sweep's NULL would consume the queued one); the sweep checks the rest. */
 	{ "rshare_channel_recvv", "fds", a_recvv },
+	{ "rshare_broker_publishv", "endpoint payload opts", a_publishv },
+	{ "rshare_broker_attachv", "endpoint fds", a_attachv },
 };
 
 static const struct recipe *recipe_for(const char *name)

@@ -167,3 +167,23 @@ def test_buffer_shared_with_a_worker(dev, pd, method):
     del mine
     buf.free()
     parent_end.close()
+
+
+def test_broker_publishes_and_attaches_buffers(tmp_path, pd):
+    """publish(..., buf=buf) keeps the memfd with the share; attach() maps
+    it and returns the buffer imported, zero-copy with numpy."""
+    endpoint = str(tmp_path / "b.sock")
+    buf = pd.alloc_buffer(N, access=ACCESS)
+    np.frombuffer(buf, dtype=np.uint8)[:5] = list(b"named")
+    with rshare.serve(endpoint):
+        with rshare.publish("team/buffer", pd.device, pd=pd, buf=buf, endpoint=endpoint):
+            assert rshare.shares(endpoint)[0]["blobs"] == ["pd", "buf"]
+            with rshare.attach("team/buffer", timeout=5, endpoint=endpoint) as share:
+                got = share.buf
+                assert got is not None and got.imported and got.rkey == buf.rkey
+                view = np.frombuffer(got, dtype=np.uint8)
+                assert bytes(view[:5]) == b"named" and view.ctypes.data == got.ptr
+                view[5] = 33
+                del view
+            assert memoryview(buf)[5] == 33
+    buf.free()

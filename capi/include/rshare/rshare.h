@@ -1004,6 +1004,22 @@ RSHARE_API int rshare_broker_publish(const char *endpoint, const char *name,
 				     const rshare_publish_opts *opts, rshare_share **share);
 
 /**
+ * rshare_broker_publish() with nfds extra fds (at most
+ * RSHARE_CHANNEL_FDS_MAX; fds may be NULL when nfds is 0): shared buffers'
+ * memory (rshare_buf_fd()), which the broker keeps with the share and
+ * hands, in order, to every rshare_broker_attachv(). The broker accepts
+ * only sealed memfds (anything else: RSHARE_E_FD_MISMATCH or
+ * RSHARE_E_INVAL, nothing published); the fds stay the caller's. A 1.1
+ * broker refuses extra fds (RSHARE_E_PROTOCOL). Since 1.2.
+ * Returns the statuses of rshare_broker_publish(), and RSHARE_E_INVAL for
+ * nfds past the limit or a negative fd; RSHARE_E_FD_MISMATCH.
+ */
+RSHARE_API int rshare_broker_publishv(const char *endpoint, const char *name,
+				      const rshare_device *dev, const int *fds, size_t nfds,
+				      const void *payload, size_t len,
+				      const rshare_publish_opts *opts, rshare_share **share);
+
+/**
  * Withdraw the share this process published as share (if the broker still
  * holds it: a name withdrawn meanwhile by root, or gone with its broker,
  * is not an error) and release the handle, which becomes stale.
@@ -1038,6 +1054,20 @@ RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *nam
  */
 RSHARE_API int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 				    rshare_device **dev, void *payload, size_t cap, size_t *len);
+
+/**
+ * rshare_broker_attach() for a share published with extra fds
+ * (rshare_broker_publishv()): they are stored in fds (fds_cap entries),
+ * *nfds set to their number; the caller owns them (close-on-exec). Too
+ * small an fds_cap (or fds NULL) gives RSHARE_E_NOSPACE with *nfds set and
+ * attaches nothing. rshare_broker_attach() of such a share answers
+ * RSHARE_E_PROTOCOL, naming this call, as a 1.1 library does. Since 1.2.
+ * Returns the statuses of rshare_broker_attach() (RSHARE_E_INVAL also for
+ * nfds NULL); a 1.1 broker refuses the request (RSHARE_E_PROTOCOL).
+ */
+RSHARE_API int rshare_broker_attachv(const char *endpoint, const char *name, int timeout_ms,
+				     rshare_device **dev, int *fds, size_t fds_cap, size_t *nfds,
+				     void *payload, size_t cap, size_t *len);
 
 /**
  * The shares the broker on endpoint holds, as a JSON array sorted by name,

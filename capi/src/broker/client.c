@@ -29,7 +29,7 @@
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
-#define MAX_FDS 8
+#define MAX_FDS (1 + RSHARE_CHANNEL_FDS_MAX + 1) /* an attach reply's, and one more to see */
 
 struct share_conn {
 	int fd;
@@ -41,23 +41,35 @@ struct reply {
 	struct rsb_header h;
 	uint8_t *body;
 	int fd;
+	int extra[RSHARE_CHANNEL_FDS_MAX]; /* an attach reply's extra fds (1.2) */
+	int nextra;
 };
 
-static int send_request(int sock, const uint8_t *msg, size_t len, int fd)
+/* Send msg with nfds fds (the device's first, for a publish). */
+static int send_request_fds(int sock, const uint8_t *msg, size_t len, const int *fds,
+			    size_t nfds)
 {
-	union rs_one_fd_cmsg ctl;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+	} ctl;
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t r;
 
-	if (fd >= 0)
-		rs_cmsg_attach_fd(&m, &ctl, fd);
+	if (nfds)
+		rs_cmsg_attach_fds(&m, ctl.buf, sizeof(ctl.buf), fds, nfds);
 	do
 		r = sendmsg(sock, &m, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot send to the broker");
 	return RSHARE_OK;
+}
+
+static int send_request(int sock, const uint8_t *msg, size_t len, int fd)
+{
+	return send_request_fds(sock, msg, len, &fd, fd >= 0);
 }
 
 static int64_t mono_ms(void)
@@ -105,6 +117,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	ssize_t r;
 
 	rep->fd = -1;
+	rep->nextra = 0;
 	status = wait_readable(sock, timeout_ms);
 	if (status)
 		return status;
@@ -131,9 +144,11 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && (rep->h.status > 0 || rep->h.status < -255))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d",
 				 rep->h.status);
-	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH))
+	/* An attach reply: the device fd, and the share's extra fds (1.2). */
+	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH
+				       ? 1 + RSHARE_CHANNEL_FDS_MAX : 0))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply carried %d fds", nfds);
-	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds != 1)
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < 1)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
 	if (status) {
 		for (int i = 0; i < nfds; i++)
@@ -142,6 +157,8 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	}
 	rep->body = rx + RSB_HDR;
 	rep->fd = nfds ? fds[0] : -1;
+	for (int i = 1; i < nfds; i++)
+		rep->extra[rep->nextra++] = fds[i];
 	return RSHARE_OK;
 }
 
@@ -340,10 +357,11 @@ static int read_opts(const rshare_publish_opts *o, uint32_t *flags, const uint32
 	return RSHARE_OK;
 }
 
-int rshare_broker_publish(const char *endpoint, const char *name, const rshare_device *dev,
-			  const void *payload, size_t len, const rshare_publish_opts *opts,
-			  rshare_share **share)
+static int publish(const char *endpoint, const char *name, const rshare_device *dev,
+		   const int *fds, size_t nfds, const void *payload, size_t len,
+		   const rshare_publish_opts *opts, rshare_share **share)
 {
+	int all[1 + RSHARE_CHANNEL_FDS_MAX];
 	const uint32_t *uids, *gids;
 	uint32_t flags, nu, ng;
 	struct share_conn *sc;
@@ -354,21 +372,27 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 	int s, status;
 
 	if (!share)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "share is NULL"));
+		return rs_fail(RSHARE_E_INVAL, 0, "share is NULL");
 	if (len > RSHARE_PAYLOAD_MAX || (!payload && len))
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes%s (at most %d)", len,
-				  payload ? "" : " at NULL", RSHARE_PAYLOAD_MAX));
+		return rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes%s (at most %d)", len,
+			       payload ? "" : " at NULL", RSHARE_PAYLOAD_MAX);
+	if (nfds > RSHARE_CHANNEL_FDS_MAX || (!fds && nfds))
+		return rs_fail(RSHARE_E_INVAL, 0, "%zu extra fds%s (at most %d)", nfds,
+			       fds ? "" : " at NULL", RSHARE_CHANNEL_FDS_MAX);
+	for (size_t i = 0; i < nfds; i++)
+		if ((all[1 + i] = fds[i]) < 0)
+			return rs_fail(RSHARE_E_INVAL, 0, "fds[%zu] is %d", i, fds[i]);
 	status = check_name(name);
 	if (!status)
 		status = read_opts(opts, &flags, &uids, &nu, &gids, &ng);
 	if (status)
-		RS_RETURN(status);
+		return status;
 	buf = malloc(RX_MAX > RSB_MSG_MAX ? RX_MAX : RSB_MSG_MAX);
 	sc = calloc(1, sizeof(*sc));
 	if (!buf || !sc) {
 		free(buf);
 		free(sc);
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a share"));
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a share");
 	}
 	status = rs_pin(dev, RS_OBJ_DEVICE, &dslot);
 	if (status)
@@ -378,7 +402,8 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 	status = rsb_connect(endpoint, &s);
 	if (!status) {
 		/* Pinned while sending: the fd cannot be closed under us. */
-		status = send_request(s, buf, n, dslot->u.dev->ctx.fd);
+		all[0] = dslot->u.dev->ctx.fd;
+		status = send_request_fds(s, buf, n, all, 1 + nfds);
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
@@ -400,7 +425,21 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 out:
 	free(buf);
 	free(sc);
-	RS_RETURN(status);
+	return status;
+}
+
+int rshare_broker_publish(const char *endpoint, const char *name, const rshare_device *dev,
+			  const void *payload, size_t len, const rshare_publish_opts *opts,
+			  rshare_share **share)
+{
+	RS_RETURN(publish(endpoint, name, dev, NULL, 0, payload, len, opts, share));
+}
+
+int rshare_broker_publishv(const char *endpoint, const char *name, const rshare_device *dev,
+			   const int *fds, size_t nfds, const void *payload, size_t len,
+			   const rshare_publish_opts *opts, rshare_share **share)
+{
+	RS_RETURN(publish(endpoint, name, dev, fds, nfds, payload, len, opts, share));
 }
 
 int rshare_broker_withdraw(rshare_share *share)
@@ -454,30 +493,53 @@ int rshare_broker_withdraw_name(const char *endpoint, const char *name)
 	RS_RETURN(status);
 }
 
-int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
-			 rshare_device **dev, void *payload, size_t cap, size_t *len)
+/* Where an attach puts the share's extra fds: NULL for rshare_broker_attach,
+ * which asks for none (a share with extra fds is refused by the broker). */
+struct attach_fds {
+	int *fds;
+	size_t cap, *n;
+};
+
+static int attach(const char *endpoint, const char *name, int timeout_ms, rshare_device **dev,
+		  const struct attach_fds *x, void *payload, size_t cap, size_t *len)
 {
 	uint32_t wire_cap = !payload ? 0 : cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
 	struct reply rep;
 	uint8_t *buf;
+	size_t n;
 	int status;
 
-	if (!dev || !len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : "len"));
+	if (!dev || !len || (x && !x->n))
+		return rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : !len ? "len" : "nfds");
 	status = check_name(name);
 	if (status)
-		RS_RETURN(status);
+		return status;
 	buf = malloc(RX_MAX);
 	if (!buf)
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
-	status = transact_kept(endpoint, buf,
-			  rsb_encode_attach(buf, name,
-					    timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
-					    wire_cap),
-			  RSB_ATTACH, timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf,
-			  &rep);
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory");
+	n = rsb_encode_attach(buf, name, timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
+			      wire_cap);
+	if (x)
+		buf[7] |= RSB_FLAG_FDS; /* the header's flags: extra fds welcome */
+	status = transact_kept(endpoint, buf, n, RSB_ATTACH,
+			       timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf, &rep);
 	if (status)
 		goto out;
+	if (!rep.h.status && rep.nextra && (!x || !x->fds || x->cap < (size_t)rep.nextra)) {
+		/* Nothing is attached: the share stays for a retry. */
+		rs_close_quietly(rep.fd);
+		for (int i = 0; i < rep.nextra; i++)
+			rs_close_quietly(rep.extra[i]);
+		if (!x) {
+			status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %d extra fds unasked",
+					 rep.nextra);
+		} else {
+			*x->n = (size_t)rep.nextra;
+			status = rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu fds, the share has %d "
+					 "(nothing attached)", x->fds ? x->cap : 0, rep.nextra);
+		}
+		goto out;
+	}
 	if (rep.h.status == RSHARE_E_NOSPACE && rep.h.len == 4 &&
 	    rs_get32(rep.body) > wire_cap && rs_get32(rep.body) <= RSHARE_PAYLOAD_MAX) {
 		*len = rs_get32(rep.body);
@@ -488,19 +550,44 @@ int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 		status = reply_failure(&rep);
 	} else if (rep.h.len > wire_cap) {
 		rs_close_quietly(rep.fd);
+		for (int i = 0; i < rep.nextra; i++)
+			rs_close_quietly(rep.extra[i]);
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 				 rep.h.len, wire_cap);
 	} else {
 		status = rs_device_adopt(rep.fd, -1, (void **)dev); /* takes the fd */
+		for (int i = 0; i < rep.nextra; i++) {
+			if (status)
+				rs_close_quietly(rep.extra[i]);
+			else
+				x->fds[i] = rep.extra[i];
+		}
 		if (!status) {
 			if (rep.h.len)
 				memcpy(payload, rep.body, rep.h.len);
 			*len = rep.h.len;
+			if (x)
+				*x->n = (size_t)rep.nextra;
 		}
 	}
 out:
 	free(buf);
-	RS_RETURN(status);
+	return status;
+}
+
+int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
+			 rshare_device **dev, void *payload, size_t cap, size_t *len)
+{
+	RS_RETURN(attach(endpoint, name, timeout_ms, dev, NULL, payload, cap, len));
+}
+
+int rshare_broker_attachv(const char *endpoint, const char *name, int timeout_ms,
+			  rshare_device **dev, int *fds, size_t fds_cap, size_t *nfds,
+			  void *payload, size_t cap, size_t *len)
+{
+	struct attach_fds x = { fds, fds_cap, nfds };
+
+	RS_RETURN(attach(endpoint, name, timeout_ms, dev, &x, payload, cap, len));
 }
 
 int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)

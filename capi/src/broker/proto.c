@@ -164,8 +164,9 @@ int rsb_parse_request(const uint8_t *msg, size_t len, struct rsb_request *req)
 		return status;
 	memset(req, 0, sizeof(*req));
 	req->type = h.type;
-	if (h.flags != 0 || h.status != 0)
+	if ((h.flags & ~(h.type == RSB_ATTACH ? RSB_FLAG_FDS : 0u)) || h.status != 0)
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "request with flags or status set");
+	req->hflags = h.flags;
 	switch (h.type) {
 	case RSB_PUBLISH:
 		return parse_publish(msg + RSB_HDR, h.len, req);

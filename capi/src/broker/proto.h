@@ -31,6 +31,8 @@ enum rsb_type {
 };
 
 #define RSB_FLAG_MORE 1u             /* header: another reply message follows */
+#define RSB_FLAG_FDS 2u              /* attach request header (1.2): the reply may carry
+				      * a share's extra fds (a 1.1 broker refuses the flag) */
 #define RSB_PUB_PERSISTENT 1u        /* publish body flags */
 #define RSB_WD_OWN 1u                /* withdraw: only a share this connection published */
 #define RSB_WAIT_FOREVER 0xffffffffu /* attach timeout */
@@ -55,6 +57,7 @@ struct rsb_header {
  * message that was parsed. */
 struct rsb_request {
 	uint8_t type;
+	uint8_t hflags; /* the header's flags: RSB_FLAG_FDS on an attach */
 	uint32_t flags;
 	char name[RSHARE_SHARE_NAME_MAX + 1];
 	uint32_t timeout_ms, cap;

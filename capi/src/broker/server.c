@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,7 @@
 #include "util/error.h"
 #include "util/fdutil.h"
 #include "util/le.h"
+#include "util/memfd.h"
 
 #define BUCKETS 1024
 #define MAX_CONNS 4096
@@ -45,7 +47,8 @@
 #define MAX_SHARES_OTHER 256 /* the same for shares, persistent ones included */
 #define MAX_SHARES 65536
 #define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
-#define MAX_FDS 8          /* room to see (and close) a client's extra fds */
+/* A publish's device fd and extra fds, and room to see (and close) more. */
+#define MAX_FDS (1 + RSHARE_CHANNEL_FDS_MAX + 1)
 #define BATCH 16           /* requests served per connection per wake-up */
 #define IDLE_MS_DEFAULT 10000
 #define ACCEPT_PAUSE_MS 100 /* out of fds: how long the listener rests */
@@ -55,6 +58,8 @@ struct share {
 	char name[RSHARE_SHARE_NAME_MAX + 1];
 	rshare_device *dev;      /* the broker's reference to the context */
 	int dev_fd;
+	int fds[RSHARE_CHANNEL_FDS_MAX]; /* extra fds (sealed memfds: buffers), since 1.2 */
+	int nfds;
 	uint8_t *payload;
 	uint32_t len;
 	char blobs[96];          /* JSON: the payload's blob kinds, or null */
@@ -81,6 +86,7 @@ struct conn {
 	bool waiting;            /* an attach waits for its name */
 	uint64_t wait_deadline;  /* ms; UINT64_MAX: no limit */
 	uint32_t wait_cap;
+	bool wait_fds;           /* the waiting attach takes extra fds (RSB_FLAG_FDS) */
 	char wait_name[RSHARE_SHARE_NAME_MAX + 1];
 	uint8_t *out;            /* queued list reply */
 	size_t out_len, out_off;
@@ -146,6 +152,8 @@ static void drop_share(struct rsb_server *s, struct share **p)
 	if (sh->publisher)
 		sh->publisher->nshares--;
 	rshare_device_close(sh->dev);
+	for (int i = 0; i < sh->nfds; i++)
+		close(sh->fds[i]);
 	s->payload_bytes -= sh->len;
 	free(sh->payload);
 	free(sh);
@@ -154,12 +162,15 @@ static void drop_share(struct rsb_server *s, struct share **p)
 
 /* ---- replies ---- */
 
-/* Send one reply message now, with fd (or -1) attached. A client whose
+/* Send one reply message now, with nfds fds attached. A client whose
  * socket is full is not reading its replies: it is dropped. */
-static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
-		     const void *body, size_t len, int fd)
+static void send_msg_fds(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
+			 const void *body, size_t len, const int *fds, int nfds)
 {
-	union rs_one_fd_cmsg ctl;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+	} ctl;
 	uint8_t hdr[RSB_HDR];
 	struct iovec iov[2] = { { hdr, RSB_HDR }, { (void *)body, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
@@ -168,13 +179,20 @@ static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status
 	if (c->dead)
 		return;
 	rsb_put_header(hdr, type, flags, (uint32_t)len, status);
-	if (fd >= 0)
-		rs_cmsg_attach_fd(&msg, &ctl, fd);
+	if (nfds > 0)
+		rs_cmsg_attach_fds(&msg, ctl.buf, sizeof(ctl.buf), fds, (size_t)nfds);
 	do
 		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		c->dead = true; /* gone, or not reading its replies */
+}
+
+/* The same with one fd, or none (-1). */
+static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
+		     const void *body, size_t len, int fd)
+{
+	send_msg_fds(c, type, flags, status, body, len, &fd, fd >= 0);
 }
 
 /* An error reply: the status and rshare_last_error()'s text. */
@@ -205,9 +223,10 @@ static bool allowed(const struct share *sh, const struct conn *c)
 	return false;
 }
 
-/* Hand sh to the attacher c, or say why not. */
-static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
+/* Hand sh to the attacher c (with_fds: it takes extra fds), or say why not. */
+static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool with_fds)
 {
+	int fds[1 + RSHARE_CHANNEL_FDS_MAX];
 	uint8_t need[4];
 
 	c->waiting = false;
@@ -227,7 +246,17 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
 		send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_E_NOSPACE, need, 4, -1);
 		return;
 	}
-	send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_OK, sh->payload, sh->len, sh->dev_fd);
+	if (sh->nfds && !with_fds) {
+		rs_fail(RSHARE_E_PROTOCOL, 0, "share \"%s\" carries %d fd(s) besides the device "
+			"(a buffer's memory): attach with rshare_broker_attachv", sh->name,
+			sh->nfds);
+		send_error(c, RSB_ATTACH, RSHARE_E_PROTOCOL);
+		return;
+	}
+	fds[0] = sh->dev_fd;
+	memcpy(fds + 1, sh->fds, (size_t)sh->nfds * sizeof(int));
+	send_msg_fds(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_OK, sh->payload, sh->len, fds,
+		     1 + sh->nfds);
 	if (!c->dead)
 		sh->attaches++;
 }
@@ -287,11 +316,27 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	rshare_device *dev;
 	int status;
 
-	if (nfds != 1) {
-		rs_fail(RSHARE_E_PROTOCOL, 0, "publish carried %d fds, exactly 1 expected", nfds);
+	if (nfds < 1 || nfds > 1 + RSHARE_CHANNEL_FDS_MAX) {
+		rs_fail(RSHARE_E_PROTOCOL, 0, "publish carried %d fds, 1 to %d expected", nfds,
+			1 + RSHARE_CHANNEL_FDS_MAX);
 		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL);
 		c->dead = true;
 		return;
+	}
+	/* Extra fds are buffers' memory: sealed memfds, nothing else (no
+	 * socket or pipe is kept and handed out). */
+	for (int i = 1; i < nfds; i++) {
+		struct stat st;
+
+		status = fstat(fds[i], &st) ? rs_fail(RSHARE_E_INVAL, errno, "fd %d", i)
+					    : rs_memfd_check(fds[i], (uint64_t)st.st_size,
+							     (uint64_t)st.st_dev,
+							     (uint64_t)st.st_ino);
+		if (status) {
+			rs_fail_context(status, "publish: extra fd %d", i);
+			send_error(c, RSB_PUBLISH, status);
+			return;
+		}
 	}
 	if (*slot) {
 		rs_fail(RSHARE_E_BUSY, 0, "share \"%s\" is already published by uid %u pid %d",
@@ -334,6 +379,10 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	}
 	rshare_device_fd(dev, &sh->dev_fd);
 	sh->dev = dev;
+	for (int i = 1; i < nfds; i++) { /* taken */
+		sh->fds[sh->nfds++] = fds[i];
+		fds[i] = -1;
+	}
 	memcpy(sh->name, r->name, sizeof(sh->name));
 	if (r->payload_len)
 		memcpy(sh->payload, r->payload, r->payload_len);
@@ -357,7 +406,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *w = s->conns[i];
 		if (w->waiting && !w->dead && strcmp(w->wait_name, sh->name) == 0)
-			serve_attach(sh, w, w->wait_cap);
+			serve_attach(sh, w, w->wait_cap, w->wait_fds);
 	}
 }
 
@@ -366,7 +415,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	struct share *sh = *find_slot(s, r->name);
 
 	if (sh) {
-		serve_attach(sh, c, r->cap);
+		serve_attach(sh, c, r->cap, r->hflags & RSB_FLAG_FDS);
 		return;
 	}
 	if (r->timeout_ms == 0) {
@@ -376,6 +425,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	}
 	c->waiting = true;
 	c->wait_cap = r->cap;
+	c->wait_fds = r->hflags & RSB_FLAG_FDS;
 	c->wait_deadline = r->timeout_ms == RSB_WAIT_FOREVER ? UINT64_MAX
 							     : now_ms() + r->timeout_ms;
 	memcpy(c->wait_name, r->name, sizeof(c->wait_name));
