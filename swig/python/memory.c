@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rshare._rshare.Memory: the base type of the objects whose memory Python
- * code touches directly (a shared Buffer, a VAR's page; since 1.2). It
+ * code touches directly (a shared Buffer, a VAR's page, mapped device
+ * memory; since 1.2). It
  * adds to Object the buffer protocol (memoryview(buf), numpy.frombuffer,
  * numpy.asarray: zero-copy, at the address the C library maps) and DLPack
  * (__dlpack__/__dlpack_device__, for numpy.from_dlpack and any DLPack
@@ -19,16 +20,22 @@
 
 #include "rshare/rshare.h"
 
-/* The memory of o: the buffer's mapping, or the VAR's page (mapped by its
- * map(), through Python's mmap module, on first use). */
+/* The memory of o: the buffer's mapping, the device memory's (rshare_dm_map:
+ * Unsupported where the device does not map it), or the VAR's page (mapped
+ * by its map(), through Python's mmap module, on first use). */
 static int memory_of(struct rs_py_obj *o, void **addr, size_t *len)
 {
 	Py_buffer page;
 	PyObject *view;
 	int status;
 
-	if (o->kind == RSHARE_KIND_BUF) {
-		status = rshare_buf_ptr(o->h, addr, len);
+	if (o->kind == RSHARE_KIND_BUF || o->kind == RSHARE_KIND_DM) {
+		uint64_t length = 0;
+
+		status = o->kind == RSHARE_KIND_BUF ? rshare_buf_ptr(o->h, addr, len)
+						    : rshare_dm_map(o->h, addr);
+		if (!status && o->kind == RSHARE_KIND_DM && !(status = rshare_dm_length(o->h, &length)))
+			*len = (size_t)length;
 		if (status) {
 			rs_py_raise(status);
 			return -1;

@@ -116,6 +116,8 @@ API = {  # name: (restype, argtypes)
                                      c_size_t]),
     "rshare_channel_recvv": (c_int, [c_int, POINTER(c_void_p), POINTER(c_int), c_size_t,
                                      _size_p, c_void_p, c_size_t, _size_p]),
+    "rshare_dm_map": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "rshare_dm_unmap": (c_int, [c_void_p]),
     "rshare_broker_publishv": (c_int, [c_char_p, c_char_p, c_void_p, POINTER(c_int), c_size_t,
                                        c_void_p, c_size_t, c_void_p, POINTER(c_void_p)]),
     "rshare_broker_attachv": (c_int, [c_char_p, c_char_p, c_int, POINTER(c_void_p),

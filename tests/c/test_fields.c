@@ -159,7 +159,7 @@ int main(void)
 	CHECK((caps & (RSHARE_CAP_PD | RSHARE_CAP_VAR)) == (RSHARE_CAP_PD | RSHARE_CAP_VAR));
 	CHECK(!(caps & RSHARE_CAP_NATIVE));
 	CHECK(!(caps & ~(uint32_t)(RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM |
-				    RSHARE_CAP_BUF)));
+				    RSHARE_CAP_BUF | RSHARE_CAP_DM_MAP)));
 	CHECK_ST(rshare_device_caps(dev, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_caps(NULL, &caps), RSHARE_E_INVAL);
 

@@ -296,6 +296,8 @@ static const struct recipe recipes[] = {
 	 * sweep's NULL would consume the queued one); the sweep checks the rest. */
 	{ "rshare_channel_recvv", "fds", a_recvv },
 	{ "rshare_broker_publishv", "endpoint payload opts", a_publishv },
+	{ "rshare_dm_map", "", a_dm_ptr },
+	{ "rshare_dm_unmap", "", a_dm },
 	{ "rshare_broker_attachv", "endpoint fds", a_attachv },
 };
 
@@ -363,7 +365,7 @@ static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
 	int local = 0;
 	void *garbage[] = { (void *)1, (void *)(uintptr_t)0xdeadbeef0, (void *)(uintptr_t)-1,
 			    &local, other[kind] };
-	ffi_val a[8];
+	ffi_val a[ABI_MAX_PARAMS];
 
 	r->args(f, a);
 	a[k] = VP(NULL);
@@ -386,7 +388,7 @@ static void sweep_buffer(struct fixture *f, const struct abi_fn *fn,
 	int is_str = strcmp(fn->params[k].type, "char *") == 0;
 	const char *bn = fn->params[k].name;
 	size_t need;
-	ffi_val a[8];
+	ffi_val a[ABI_MAX_PARAMS];
 
 	if (!has_len) {
 		/* devices_get: no length out; a NULL name with cap 0 means the
@@ -440,7 +442,7 @@ static int needs(const char *fn, const char *prefix, const char *maker)
 
 static void sweep_fn(struct fixture *f, const struct abi_fn *fn, const struct recipe *r)
 {
-	ffi_val a[8];
+	ffi_val a[ABI_MAX_PARAMS];
 	int pointers = 0;
 	/* Without a live MR or DM (a provider without them), only the handle
 	 * parameters can be swept: NULL and garbage handles. */

@@ -128,7 +128,7 @@ static void try_broker(const uint8_t *data, size_t size)
 					       req.n_gids, req.payload, req.payload_len);
 			break;
 		case RSB_ATTACH:
-			n = rsb_encode_attach(out, req.name, req.timeout_ms, req.cap);
+			n = rsb_encode_attach(out, req.name, req.timeout_ms, req.cap, req.hflags);
 			break;
 		case RSB_WITHDRAW:
 			n = rsb_encode_withdraw(out, req.name, req.flags);

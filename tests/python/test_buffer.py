@@ -187,3 +187,23 @@ def test_broker_publishes_and_attaches_buffers(tmp_path, pd):
                 del view
             assert memoryview(buf)[5] == 33
     buf.free()
+
+
+def test_device_memory_is_mapped_zero_copy(dev):
+    """sim0 maps its device memory (Caps.DM_MAP): numpy sees what dm.write
+    wrote, in place; unmap and free wait for the views to go."""
+    assert dev.caps & rshare.Caps.DM_MAP
+    dm = dev.alloc_dm(4096)
+    dm.write(8, b"in place")
+    view = np.frombuffer(dm, dtype=np.uint8)
+    assert view.size == 4096 and bytes(view[8:16]) == b"in place"
+    view[0:4] = list(b"back")
+    assert dm.read(0, 4) == b"back"
+    assert np.from_dlpack(dm).ctypes.data == view.ctypes.data
+    with pytest.raises(BufferError):
+        dm.unmap()
+    with pytest.raises(BufferError):
+        dm.free()
+    del view
+    dm.unmap()
+    dm.free()

@@ -355,10 +355,13 @@ class MR(_Shared):
                 self.free()
 
 
-class DM(_Shared):
+class DM(_Memory):
     """Device memory: allocated on a Device (Device.alloc_dm) or imported
     (Device.import_dm). Read and write it with read()/write(): a write in
-    one process is read by every other that imported it."""
+    one process is read by every other that imported it. Where the device
+    maps it (Caps.DM_MAP: sim0), ``memoryview(dm)``, ``numpy.frombuffer(dm)``
+    and DLPack view it in place (rshare_dm_map); ``unmap()`` drops that
+    mapping, refused while such views live."""
 
     __slots__ = ()
     _kind = "dm"
@@ -384,6 +387,14 @@ class DM(_Shared):
         """Copy ``data`` (bytes-like) into the device memory at ``offset``.
         A range past the end raises InvalidArgument and writes nothing."""
         _c.dm_write(self, _offset(offset), data)
+
+    def unmap(self) -> None:
+        """Unmap the device memory from this process (rshare_dm_unmap; a
+        no-op when not mapped). BufferError while views of it are alive."""
+        if self._exports:
+            raise BufferError(f"{self._exports} view(s) of this DM's memory are alive: "
+                              "release them first")
+        _c.dm_unmap(self)
 
     def read(self, offset: int, n: int) -> bytes:
         """``n`` bytes of the device memory at ``offset``. A range past the

@@ -138,7 +138,7 @@ enum rshare_caps {
 	RSHARE_CAP_DM = 8,      /**< device memory: alloc, export, import, read, write */
 	RSHARE_CAP_NATIVE = 16, /**< native rdma-core objects (rshare_*_native) */
 	RSHARE_CAP_BUF = 64,    /**< shared buffers: alloc, export, import (since 1.2) */
-	RSHARE_CAP_DM_MAP = 128 /**< device memory mapped into the process (since 1.2) */
+	RSHARE_CAP_DM_MAP = 128 /**< device memory mapped into the process: rshare_dm_map (since 1.2) */
 };
 
 /** The fields rshare_blob_field() reads (since 1.1). Which kinds carry
@@ -654,6 +654,28 @@ RSHARE_API int rshare_dm_handle(const rshare_dm *dm, uint32_t *handle);
  * (a device without RSHARE_CAP_NATIVE, such as sim0).
  */
 RSHARE_API int rshare_dm_native(const rshare_dm *dm, void **ibv_dm);
+
+/**
+ * Map dm's memory into this process, read-write and shared with every
+ * process that maps it: *addr gets the address of its first byte (length:
+ * rshare_dm_length()). Repeated calls give the same address until
+ * rshare_dm_unmap(); unimport and free unmap it too. Where the device
+ * allows it (RSHARE_CAP_DM_MAP: sim0, whose device memory is its memfd);
+ * RSHARE_E_UNSUPPORTED elsewhere, rshare_dm_read/write working all the
+ * same. A mapping kept after another process freed the DM stays valid and
+ * is never given to new device memory while it lives. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED;
+ * RSHARE_E_NOT_FOUND (the DM was freed); RSHARE_E_BUSY (sim0's table
+ * lock); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_dm_map(rshare_dm *dm, void **addr);
+
+/**
+ * Unmap what rshare_dm_map() mapped (a no-op when nothing is); the address
+ * must not be used afterwards. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_dm_unmap(rshare_dm *dm);
 
 /* ------------------------------------------------------------------ */
 /* Shared buffers (since 1.2)                                           */

@@ -517,10 +517,9 @@ static int attach(const char *endpoint, const char *name, int timeout_ms, rshare
 	buf = malloc(RX_MAX);
 	if (!buf)
 		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory");
+	/* With x, the header says extra fds are welcome (RSB_FLAG_FDS). */
 	n = rsb_encode_attach(buf, name, timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
-			      wire_cap);
-	if (x)
-		buf[7] |= RSB_FLAG_FDS; /* the header's flags: extra fds welcome */
+			      wire_cap, x ? RSB_FLAG_FDS : 0);
 	status = transact_kept(endpoint, buf, n, RSB_ATTACH,
 			       timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf, &rep);
 	if (status)

@@ -208,12 +208,13 @@ size_t rsb_encode_publish(uint8_t *buf, const char *name, uint32_t flags,
 	return RSB_HDR + body;
 }
 
-size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap)
+size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap,
+			 uint8_t hflags)
 {
 	size_t name_len = strlen(name);
 	uint8_t *b = buf + RSB_HDR;
 
-	rsb_put_header(buf, RSB_ATTACH, 0, (uint32_t)(RSB_ATTACH_FIXED + name_len), 0);
+	rsb_put_header(buf, RSB_ATTACH, hflags, (uint32_t)(RSB_ATTACH_FIXED + name_len), 0);
 	rs_put32(b, timeout_ms);
 	rs_put32(b + 4, cap);
 	rs_put16(b + 8, (uint16_t)name_len);

@@ -81,7 +81,9 @@ int rsb_check_name(const char *name, size_t len);
 size_t rsb_encode_publish(uint8_t *buf, const char *name, uint32_t flags,
 			  const uint32_t *uids, uint32_t n_uids, const uint32_t *gids,
 			  uint32_t n_gids, const void *payload, uint32_t len);
-size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap);
+/* hflags: the header's flags, RSB_FLAG_FDS or 0. */
+size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap,
+			 uint8_t hflags);
 size_t rsb_encode_withdraw(uint8_t *buf, const char *name, uint32_t flags);
 size_t rsb_encode_list(uint8_t *buf);
 

@@ -382,4 +382,6 @@ const struct rs_provider rs_sim_provider = {
 	.dm_free = sim_dm_free,
 	.dm_write = sim_dm_write,
 	.dm_read = sim_dm_read,
+	.dm_map = sim_dm_map,
+	.dm_unmap = sim_dm_unmap,
 };
