@@ -858,8 +858,9 @@ function objects.build(B)
   -- PD (pd_handle: an MR) into the PD imported here with that handle (none:
   -- skipped), every other into dev. Returns a table from kind name to the
   -- objects imported, in blob order, and the list of all in import order;
-  -- on failure nil, msg, code, with what was imported unimported.
-  function M.import_blobs(dev, blobs)
+  -- on failure nil, msg, code, with what was imported unimported. A buffer
+  -- takes the next of fds (its memory, received with the blobs).
+  function M.import_blobs(dev, blobs, fds)
     local by_kind, order, pds = {}, {}, {}
     local function undo(...)
       for i = #order, 1, -1 do order[i]:unimport() end
@@ -876,7 +877,14 @@ function objects.build(B)
           if st == OK then owner = pds[B.u64_number(pd_handle)] end
           if owner then
             local obj
-            obj, msg, code = owner["import_" .. kind](owner, blob)
+            if kind == "buf" then
+              local fd = fds and table.remove(fds, 1)
+              if not fd then return undo(nil, "rshare: a buffer blob without its fd",
+                                         "RSHARE_E_INVAL") end
+              obj, msg, code = owner:import_buffer(blob, fd)
+            else
+              obj, msg, code = owner["import_" .. kind](owner, blob)
+            end
             if not obj then return undo(nil, msg, code) end
             order[#order + 1] = obj
             by_kind[kind] = by_kind[kind] or {}
