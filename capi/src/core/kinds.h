@@ -36,7 +36,9 @@
 	X(BUF, "buffer", "buf", PD, 0, 0)
 
 /* Release passes a forked child makes (release is 0 .. this - 1): a
- * buffer releases the MR it holds itself, so it goes before the MRs. */
+ * buffer releases the MR it holds itself, so it goes before the MRs.
+ * A buffer is a memfd and an MR: in sim0's table it is that MR (SIM_BUF
+ * names no object there, and valid_obj refuses one). */
 #define RS_RELEASE_PASSES 3
 
 /*
