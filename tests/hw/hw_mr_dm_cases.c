@@ -167,6 +167,16 @@ void case_dm_share(const struct hw_target *t)
 	CHECK(rshare_last_errno() == EINVAL);
 	CHECK_MSG("multiples of 4");
 	CHECK_ST(rshare_dm_read(dm, 0, got, 6), RSHARE_E_INVAL);
+	{ /* Not mapped on hardware (yet): said, and the DM is unharmed. */
+		void *addr = got;
+		uint32_t caps = 0;
+
+		CHECK_OK(rshare_device_caps(a, &caps));
+		CHECK(!(caps & RSHARE_CAP_DM_MAP));
+		CHECK_ST(rshare_dm_map(dm, &addr), RSHARE_E_UNSUPPORTED);
+		CHECK(addr == got);
+		CHECK_OK(rshare_dm_unmap(dm)); /* nothing mapped: a no-op */
+	}
 	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
 
 	/* Another context of the table reads what a wrote, and back. */
