@@ -91,8 +91,10 @@ static int memfd(size_t len, int seals)
 	return fd;
 }
 
-/* Every fd that is not the buffer's memory is refused, naming the cause. */
-static void wrong_fds(rshare_pd *pd, const unsigned char *blob, size_t blen)
+/* Every fd that is not the buffer's memory is refused, naming the cause;
+ * the buffer's own fd with the wrong PD or table too. Nothing leaks. */
+static void wrong_fds(rshare_device *dev, rshare_pd *pd, const unsigned char *blob,
+		      size_t blen, int good_fd)
 {
 	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 	char path[] = "/tmp/rshare-buf-XXXXXX";
@@ -119,6 +121,22 @@ static void wrong_fds(rshare_pd *pd, const unsigned char *blob, size_t blen)
 	close(fd);
 	CHECK_ST(rshare_buf_import(pd, blob, blen, fd, &out), RSHARE_E_INVAL); /* closed */
 	CHECK(out == (rshare_buf *)&seals); /* out untouched on failure */
+	{ /* The right memory, the wrong PD or table: the MR's import refuses. */
+		rshare_device *other;
+		rshare_pd *pd2, *pd3;
+
+		REQUIRE_OK(rshare_pd_alloc(dev, &pd2));
+		CHECK_ST(rshare_buf_import(pd2, blob, blen, good_fd, &out),
+			 RSHARE_E_DEVICE_MISMATCH);
+		CHECK_OK(rshare_pd_free(pd2));
+		REQUIRE_OK(rshare_device_open("sim0", &other)); /* a table of its own */
+		REQUIRE_OK(rshare_pd_alloc(other, &pd3));
+		CHECK_ST(rshare_buf_import(pd3, blob, blen, good_fd, &out),
+			 RSHARE_E_DEVICE_MISMATCH);
+		CHECK_OK(rshare_pd_free(pd3));
+		CHECK_OK(rshare_device_close(other));
+		CHECK(out == (rshare_buf *)&seals);
+	}
 	CHECK(count_fds() == before);
 }
 
@@ -299,7 +317,7 @@ int main(void)
 	CHECK_ST(rshare_pd_free(pd), RSHARE_E_BUSY);
 	CHECK_ST(rshare_device_close(dev), RSHARE_E_BUSY);
 
-	wrong_fds(pd, blob, blen);
+	wrong_fds(dev, pd, blob, blen, fd);
 
 	/* An import made before the free keeps its memory after it. */
 	REQUIRE_OK(rshare_buf_import(pd, blob, blen, fd, &early));
