@@ -18,7 +18,8 @@ _Static_assert(0 RS_STATUS_LIST(RS_COUNT) <= -RSHARE_E_FD_MISMATCH + 1,
 /* A status of the list (a reserved number between two is not one). */
 static int rs_known(int status)
 {
-	return status <= 0 && (size_t)-status < NSTATUS && rs_names[-status];
+	/* Bounds first: INT_MIN has no negation. */
+	return status <= 0 && status > -(int)NSTATUS && rs_names[-status];
 }
 
 const char *rs_status_name(int status)
