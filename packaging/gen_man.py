@@ -293,6 +293,19 @@ def gen_section1(binary, version, outdir):
               ".TP", "2", "Usage error: an unknown option (named), a missing or bad value, "
               "a wrong number of arguments.",
               ".PP",
+              "The broker commands (\\fBserve\\fP, \\fBshares\\fP, \\fBpublish\\fP, "
+              "\\fBattach\\fP, \\fBwithdraw\\fP) tell the causes a script acts on apart:",
+              ".TP", "3", "No broker: nothing listens on the socket (\\fBRSHARE_E_IO\\fP "
+              "with \\fBENOENT\\fP or \\fBECONNREFUSED\\fP).",
+              ".TP", "4", "Not found: no share of that name (\\fBattach\\fP without "
+              "\\fB\\-\\-timeout\\fP, \\fBwithdraw\\fP).",
+              ".TP", "5", "Timeout: \\fBattach \\-\\-timeout\\fP passed before the name "
+              "was published.",
+              ".TP", "6", "Refused: not allowed (\\fBRSHARE_E_PERM\\fP): the share's policy "
+              "does not list this uid or its groups, or this uid may not withdraw it.",
+              ".TP", "7", "Busy: the name is taken (\\fBpublish\\fP), or a live broker "
+              "already serves the socket (\\fBserve\\fP).",
+              ".PP",
               "\\fBrshare attach\\fP \\fINAME\\fP \\fB\\-\\-\\fP \\fICMD\\fP becomes \\fICMD\\fP: "
               "its exit status is \\fICMD\\fP's, or 127 when \\fICMD\\fP is not found, "
               "126 when it is found but cannot be run.",
@@ -301,11 +314,25 @@ def gen_section1(binary, version, outdir):
               "Hide the simulated device \\fBsim0\\fP.",
               ".TP", ".B RSHARE_BROKER",
               "The broker's socket when \\fB\\-\\-socket\\fP is not given (\\fBserve\\fP, "
-              "\\fBshares\\fP, \\fBpublish\\fP, \\fBattach\\fP); else "
+              "\\fBshares\\fP, \\fBpublish\\fP, \\fBattach\\fP, \\fBwithdraw\\fP); else "
               "\\fI$XDG_RUNTIME_DIR/rshare/broker.sock\\fP, else "
               "\\fI/run/rshare/broker.sock\\fP for root and "
               "\\fI/tmp/rshare\\-$UID/broker.sock\\fP otherwise.",
+              ".TP", ".B NOTIFY_SOCKET",
+              "Set by systemd for a \\fBType=notify\\fP service: \\fBserve\\fP sends "
+              "\\fBREADY=1\\fP there once it listens and \\fBSTOPPING=1\\fP when it "
+              "stops (the sd_notify protocol; no libsystemd needed).",
+              ".TP", ".B LISTEN_PID\\fR, \\fPLISTEN_FDS",
+              "systemd socket activation: \\fBserve\\fP without \\fB\\-\\-socket\\fP "
+              "serves the passed socket (fd 3).",
               ".SH FILES",
+              ".TP", ".I lib/systemd/system/rshare.socket\\fR, \\fPrshare.service",
+              "The system broker on \\fI/run/rshare/broker.sock\\fP, started on demand: "
+              "\\fBsystemctl enable \\-\\-now rshare.socket\\fP; other users' clients set "
+              "\\fBRSHARE_BROKER=/run/rshare/broker.sock\\fP.",
+              ".TP", ".I lib/systemd/user/rshare.socket\\fR, \\fPrshare.service",
+              "A user's broker on \\fI$XDG_RUNTIME_DIR/rshare/broker.sock\\fP (the default "
+              "endpoint): \\fBsystemctl \\-\\-user enable \\-\\-now rshare.socket\\fP.",
               ".TP", ".I share/bash\\-completion/completions/rshare",
               "Bash completion of commands, options and device names.",
               ".SH SEE ALSO", ".BR rshare (3)"]

@@ -167,6 +167,13 @@
 %ignore rshare_broker_withdraw_name;
 %ignore rshare_broker_attach;
 %ignore rshare_broker_list;
+/* Since 1.2, wrapped the same way (swig/python/broker.c, swig/lua/broker_lua.i). */
+%ignore rshare_broker_waiting;
+%ignore rshare_broker_attach_start;
+%ignore rshare_attach_fd;
+%ignore rshare_attach_wait;
+%ignore rshare_attach_finish;
+%ignore rshare_attach_cancel;
 %ignore rshare_broker_publishv;
 %ignore rshare_broker_attachv;
 %ignore rshare_publish_opts;

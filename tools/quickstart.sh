@@ -18,11 +18,12 @@ cd "$(dirname "$0")/.."
 PACKAGES="build-essential cmake pkg-config man-db
   libibverbs-dev libffi-dev
   swig python3 python3-dev python3-pytest python3-cffi
-  python3-pip python3-setuptools python3-wheel mypy
-  lua5.4 liblua5.4-dev luajit luarocks
+  python3-pip python3-setuptools python3-wheel python3-venv mypy
+  lua5.4 liblua5.4-dev luajit luarocks lua5.1 zip git
+  dpkg-dev debhelper dh-python lintian
   abigail-tools clang libclang-rt-14-dev
   python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client
-  python3-numpy python3-matplotlib"
+  lua-luv python3-numpy python3-matplotlib"
 
 install_missing() {
 	missing=""

@@ -15,6 +15,13 @@
  *   broker_withdraw_name(endpoint, name) -> st
  *   broker_attach(endpoint, name, timeout_ms) -> st, dev, payload, fds (a table)
  *   broker_list(endpoint) -> st, json
+ * and, since 1.2, attach from an event loop (rshare/broker.lua, rshare/luv.lua):
+ *   broker_waiting(endpoint) -> st, json
+ *   attach_start(endpoint, name) -> st, op
+ *   attach_fd(op) -> st, fd
+ *   attach_wait(op, timeout_ms, flags) -> st   (blocks; RSHARE_E_AGAIN: not yet)
+ *   attach_finish(op) -> st, dev, payload      (st RSHARE_E_AGAIN: not yet)
+ *   attach_cancel(op) -> st
  */
 %native(broker_start) int rshare_lua_broker_start(lua_State *L);
 %native(broker_stop) int rshare_lua_broker_stop(lua_State *L);
@@ -24,6 +31,12 @@
 %native(broker_withdraw_name) int rshare_lua_broker_withdraw_name(lua_State *L);
 %native(broker_attach) int rshare_lua_broker_attach(lua_State *L);
 %native(broker_list) int rshare_lua_broker_list(lua_State *L);
+%native(broker_waiting) int rshare_lua_broker_waiting(lua_State *L);
+%native(attach_start) int rshare_lua_attach_start(lua_State *L);
+%native(attach_fd) int rshare_lua_attach_fd(lua_State *L);
+%native(attach_wait) int rshare_lua_attach_wait(lua_State *L);
+%native(attach_finish) int rshare_lua_attach_finish(lua_State *L);
+%native(attach_cancel) int rshare_lua_attach_cancel(lua_State *L);
 %{
 static void *rshare_lua_token(lua_State *L, int i)
 {
@@ -137,22 +150,10 @@ static int rshare_lua_broker_withdraw_name(lua_State *L)
 	return 1;
 }
 
-static int rshare_lua_broker_attach(lua_State *L)
+/* st, and on success the device and the payload; frees buf. */
+static int rshare_lua_push_attached(lua_State *L, int st, rshare_device *dev, char *buf,
+				    size_t len)
 {
-	const char *endpoint = luaL_optstring(L, 1, NULL), *name = luaL_checkstring(L, 2);
-	lua_Integer timeout = luaL_optinteger(L, 3, 0);
-	rshare_device *dev = NULL;
-	int fds[RSHARE_CHANNEL_FDS_MAX];
-	size_t len = 0, nfds = 0;
-	char *buf = malloc(RSHARE_PAYLOAD_MAX);
-	int st;
-
-	if (!buf)
-		return luaL_error(L, "rshare: out of memory");
-	st = rshare_broker_attachv(endpoint, name,
-				   timeout < 0 ? -1 : timeout > INT_MAX ? INT_MAX : (int)timeout,
-				   &dev, fds, RSHARE_CHANNEL_FDS_MAX, &nfds, buf, RSHARE_PAYLOAD_MAX,
-				   &len);
 	lua_pushinteger(L, st);
 	if (st != RSHARE_OK) {
 		free(buf);
@@ -161,30 +162,56 @@ static int rshare_lua_broker_attach(lua_State *L)
 	SWIG_NewPointerObj(L, (void *)dev, SWIGTYPE_p_rshare_device, 0);
 	lua_pushlstring(L, buf, len);
 	free(buf);
-	lua_createtable(L, (int)nfds, 0);
-	for (size_t i = 0; i < nfds; i++) {
-		lua_pushinteger(L, fds[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-	return 4;
+	return 3;
 }
 
-static int rshare_lua_broker_list(lua_State *L)
+static int rshare_lua_broker_attach(lua_State *L)
+{
+	const char *endpoint = luaL_optstring(L, 1, NULL), *name = luaL_checkstring(L, 2);
+	lua_Integer timeout = luaL_optinteger(L, 3, 0);
+	rshare_device *dev = NULL;
+	int fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t len = 0, nfds = 0;
+	char *buf = malloc(RSHARE_PAYLOAD_MAX);
+	int st, n;
+
+	if (!buf)
+		return luaL_error(L, "rshare: out of memory");
+	st = rshare_broker_attachv(endpoint, name,
+				   timeout < 0 ? -1 : timeout > INT_MAX ? INT_MAX : (int)timeout,
+				   &dev, fds, RSHARE_CHANNEL_FDS_MAX, &nfds, buf, RSHARE_PAYLOAD_MAX,
+				   &len);
+	n = rshare_lua_push_attached(L, st, dev, buf, len);
+	if (st != RSHARE_OK)
+		return n;
+	lua_createtable(L, (int)nfds, 0); /* the share's extra fds (since 1.2) */
+	for (size_t k = 0; k < nfds; k++) {
+		lua_pushinteger(L, fds[k]);
+		lua_rawseti(L, -2, (lua_Integer)k + 1);
+	}
+	return n + 1;
+}
+
+/* st, json of a broker JSON call (rshare_broker_list/_waiting). */
+static int rshare_lua_broker_json(lua_State *L,
+				  int (*call)(const char *, char *, size_t, size_t *))
 {
 	const char *endpoint = luaL_optstring(L, 1, NULL);
 	size_t cap = 4096, len = 0;
 	char *buf = NULL;
 	int st;
 
-	for (;;) {
+	/* The list may grow between two calls: a few more tries, not an
+	 * endless loop against a broker that always says NOSPACE. */
+	for (int tries = 0;; tries++) {
 		char *bigger = realloc(buf, cap);
 		if (!bigger) {
 			free(buf);
 			return luaL_error(L, "rshare: out of memory");
 		}
 		buf = bigger;
-		st = rshare_broker_list(endpoint, buf, cap, &len);
-		if (st != RSHARE_E_NOSPACE)
+		st = call(endpoint, buf, cap, &len);
+		if (st != RSHARE_E_NOSPACE || tries == 7)
 			break;
 		cap = len + 4096;
 	}
@@ -193,5 +220,63 @@ static int rshare_lua_broker_list(lua_State *L)
 		lua_pushlstring(L, buf, len);
 	free(buf);
 	return st == RSHARE_OK ? 2 : 1;
+}
+
+static int rshare_lua_broker_list(lua_State *L)
+{
+	return rshare_lua_broker_json(L, rshare_broker_list);
+}
+
+static int rshare_lua_broker_waiting(lua_State *L)
+{
+	return rshare_lua_broker_json(L, rshare_broker_waiting);
+}
+
+static int rshare_lua_attach_start(lua_State *L)
+{
+	rshare_attach *op = NULL;
+	int st = rshare_broker_attach_start(luaL_optstring(L, 1, NULL), luaL_checkstring(L, 2), &op);
+
+	lua_pushinteger(L, st);
+	lua_pushinteger(L, (lua_Integer)(uintptr_t)op);
+	return 2;
+}
+
+static int rshare_lua_attach_fd(lua_State *L)
+{
+	int fd = -1, st = rshare_attach_fd(rshare_lua_token(L, 1), &fd);
+
+	lua_pushinteger(L, st);
+	lua_pushinteger(L, fd);
+	return 2;
+}
+
+static int rshare_lua_attach_wait(lua_State *L)
+{
+	lua_Integer ms = luaL_checkinteger(L, 2);
+
+	lua_pushinteger(L, rshare_attach_wait(rshare_lua_token(L, 1),
+					      ms < 0 ? -1 : ms > INT_MAX ? INT_MAX : (int)ms,
+					      (uint32_t)luaL_checkinteger(L, 3)));
+	return 1;
+}
+
+static int rshare_lua_attach_finish(lua_State *L)
+{
+	rshare_device *dev = NULL;
+	size_t len = 0;
+	char *buf = malloc(RSHARE_PAYLOAD_MAX);
+	int st;
+
+	if (!buf)
+		return luaL_error(L, "rshare: out of memory");
+	st = rshare_attach_finish(rshare_lua_token(L, 1), &dev, buf, RSHARE_PAYLOAD_MAX, &len);
+	return rshare_lua_push_attached(L, st, dev, buf, len);
+}
+
+static int rshare_lua_attach_cancel(lua_State *L)
+{
+	lua_pushinteger(L, rshare_attach_cancel(rshare_lua_token(L, 1)));
+	return 1;
 }
 %}

@@ -269,7 +269,11 @@ static PyObject *broker_attach(PyObject *self, PyObject *args)
 	return res;
 }
 
-static PyObject *broker_list(PyObject *self, PyObject *args)
+#define RS_LIST_TRIES 8
+
+/* A JSON text from the broker: rshare_broker_list() or _waiting(). */
+static PyObject *broker_json(PyObject *args, const char *format,
+			     int (*call)(const char *, char *, size_t, size_t *))
 {
 	const char *endpoint;
 	size_t cap = 4096, len = 0;
@@ -277,10 +281,11 @@ static PyObject *broker_list(PyObject *self, PyObject *args)
 	char *buf = NULL;
 	int st;
 
-	(void)self;
-	if (!PyArg_ParseTuple(args, "z:broker_list", &endpoint))
+	if (!PyArg_ParseTuple(args, format, &endpoint))
 		return NULL;
-	for (;;) {
+	/* The list may grow between two calls: a few more tries, not an
+	 * endless loop against a broker that always says NOSPACE. */
+	for (int tries = 0;; tries++) {
 		char *bigger = realloc(buf, cap);
 		if (!bigger) {
 			free(buf);
@@ -288,15 +293,104 @@ static PyObject *broker_list(PyObject *self, PyObject *args)
 		}
 		buf = bigger;
 		Py_BEGIN_ALLOW_THREADS
-		st = rshare_broker_list(endpoint, buf, cap, &len);
+		st = call(endpoint, buf, cap, &len);
 		Py_END_ALLOW_THREADS
-		if (st != RSHARE_E_NOSPACE)
+		if (st != RSHARE_E_NOSPACE || tries == RS_LIST_TRIES - 1)
 			break;
+		if (PyErr_CheckSignals() < 0) { /* Ctrl-C between tries */
+			free(buf);
+			return NULL;
+		}
 		cap = len + 4096; /* it may grow before the next call */
 	}
 	res = st ? rs_py_raise(st) : PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");
 	free(buf);
 	return res;
+}
+
+static PyObject *broker_list(PyObject *self, PyObject *args)
+{
+	(void)self;
+	return broker_json(args, "z:broker_list", rshare_broker_list);
+}
+
+static PyObject *broker_waiting(PyObject *self, PyObject *args)
+{
+	(void)self;
+	return broker_json(args, "z:broker_waiting", rshare_broker_waiting);
+}
+
+/* ---- attach from an event loop (since 1.2): rshare.aio drives these ---- */
+
+static PyObject *attach_start(PyObject *self, PyObject *args)
+{
+	const char *endpoint, *name;
+	rshare_attach *op = NULL;
+	int st;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "zs:attach_start", &endpoint, &name))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	st = rshare_broker_attach_start(endpoint, name, &op);
+	Py_END_ALLOW_THREADS
+	return st ? rs_py_raise(st) : PyLong_FromVoidPtr(op);
+}
+
+static PyObject *attach_fd(PyObject *self, PyObject *arg)
+{
+	void *op;
+	int fd, st;
+
+	(void)self;
+	if (!handle_arg(arg, &op))
+		return NULL;
+	st = rshare_attach_fd(op, &fd);
+	return st ? rs_py_raise(st) : PyLong_FromLong(fd);
+}
+
+/* (Device, payload) once the share arrived (the operation is then over),
+ * None while it has not (RSHARE_E_AGAIN); never blocks. */
+static PyObject *attach_finish(PyObject *self, PyObject *arg)
+{
+	rshare_device *h = NULL;
+	PyObject *dev, *res;
+	size_t len = 0;
+	char *buf;
+	void *op;
+	int st;
+
+	(void)self;
+	if (!handle_arg(arg, &op))
+		return NULL;
+	buf = malloc(RSHARE_PAYLOAD_MAX);
+	if (!buf)
+		return PyErr_NoMemory();
+	st = rshare_attach_finish(op, &h, buf, RSHARE_PAYLOAD_MAX, &len);
+	if (st) {
+		free(buf);
+		if (st == RSHARE_E_AGAIN)
+			Py_RETURN_NONE;
+		return rs_py_raise(st);
+	}
+	dev = rs_py_wrap_device(h);
+	res = dev ? Py_BuildValue("(Ny#)", dev, buf, (Py_ssize_t)len) : NULL;
+	free(buf);
+	return res;
+}
+
+static PyObject *attach_cancel(PyObject *self, PyObject *arg)
+{
+	void *op;
+	int st;
+
+	(void)self;
+	if (!handle_arg(arg, &op))
+		return NULL;
+	st = rshare_attach_cancel(op);
+	if (st)
+		return rs_py_raise(st);
+	Py_RETURN_NONE;
 }
 
 PyMethodDef rs_py_broker_methods[] = {
@@ -315,6 +409,15 @@ PyMethodDef rs_py_broker_methods[] = {
 	  "broker_attach(endpoint, name, timeout): (Device, payload); waits interruptibly." },
 	{ "broker_list", broker_list, METH_VARARGS,
 	  "broker_list(endpoint): the broker's JSON list of shares." },
+	{ "broker_waiting", broker_waiting, METH_VARARGS,
+	  "broker_waiting(endpoint): the broker's JSON list of waiting attaches." },
+	{ "attach_start", attach_start, METH_VARARGS,
+	  "attach_start(endpoint, name): a pending attach operation (no time limit)." },
+	{ "attach_fd", attach_fd, METH_O, "attach_fd(op): the fd to wait on for readability." },
+	{ "attach_finish", attach_finish, METH_O,
+	  "attach_finish(op): (Device, payload), or None while the share has not arrived." },
+	{ "attach_cancel", attach_cancel, METH_O,
+	  "attach_cancel(op): end a pending operation (no fd, no request left)." },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -358,6 +358,56 @@ static void obj_dealloc(PyObject *self)
 	Py_TYPE(self)->tp_free(self);
 }
 
+/* A Device dropped while open (not closed by close() or a with block):
+ * ResourceWarning, as for an unclosed socket or file (shown under
+ * `python -X dev`). An inherited one (a forked child) is its parent's. */
+static void context_finalize(PyObject *self)
+{
+	struct rs_py_obj *o = (struct rs_py_obj *)self;
+	PyObject *type, *value, *tb;
+
+	if (!o->live || o->epoch != fork_epoch)
+		return;
+	PyErr_Fetch(&type, &value, &tb);
+	if (PyErr_ResourceWarning(self, 1, "unclosed rshare.Device (handle %p); close it "
+				  "or use it in a with block", o->h) < 0)
+		PyErr_WriteUnraisable(self);
+	PyErr_Restore(type, value, tb);
+}
+
+/* __exit__ with an exception in flight (args[1]): the user's exception
+ * must propagate, so a failed cleanup is reported on it (a note, shown
+ * with its traceback; a RuntimeWarning before Python 3.11), never raised
+ * in its place. Without one, the cleanup's failure is raised. */
+static PyObject *exit_with(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+			   PyObject *(*cleanup)(PyObject *, PyObject *))
+{
+	PyObject *done = cleanup(self, NULL), *type, *value, *tb, *note, *r;
+
+	if (done || nargs < 2 || args[1] == Py_None)
+		return done;
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	note = PyUnicode_FromFormat("rshare: leaving the with block, %s.__exit__ could not "
+				    "release it: %s: %S", Py_TYPE(self)->tp_name,
+				    value ? Py_TYPE(value)->tp_name : "?", value ? value : Py_None);
+	Py_XDECREF(type);
+	Py_XDECREF(value);
+	Py_XDECREF(tb);
+	if (!note)
+		return NULL;
+	if (PyObject_HasAttrString(args[1], "add_note"))
+		r = PyObject_CallMethod(args[1], "add_note", "O", note);
+	else
+		r = PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "%U", note) < 0 ? NULL
+									: (Py_INCREF(Py_None), Py_None);
+	Py_DECREF(note);
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_NONE;
+}
+
 static PyObject *no_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
 	(void)args;
@@ -437,11 +487,9 @@ static PyObject *object_exit(PyObject *self, PyObject *const *args, Py_ssize_t n
 {
 	struct rs_py_obj *o = (struct rs_py_obj *)self;
 
-	(void)args;
-	(void)nargs;
 	if (!o->live)
 		Py_RETURN_NONE;
-	return o->imported ? object_unimport(self, NULL) : object_free(self, NULL);
+	return exit_with(self, args, nargs, o->imported ? object_unimport : object_free);
 }
 
 static PyObject *get_handle(PyObject *self, void *unused)
@@ -546,11 +594,9 @@ static PyObject *context_close(PyObject *self, PyObject *unused)
 
 static PyObject *context_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	(void)args;
-	(void)nargs;
 	if (!((struct rs_py_obj *)self)->live)
 		Py_RETURN_NONE;
-	return context_close(self, NULL);
+	return exit_with(self, args, nargs, context_close);
 }
 
 /* import_*(blob) into self (a Device, or a PD for MRs): blob is bytes (the
@@ -639,6 +685,7 @@ static PyTypeObject context_type = {
 	.tp_basicsize = sizeof(struct rs_py_obj),
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
 	.tp_new = no_new,
+	.tp_finalize = context_finalize,
 	.tp_dealloc = obj_dealloc,
 	.tp_weaklistoffset = offsetof(struct rs_py_obj, weakrefs),
 	.tp_methods = context_methods,

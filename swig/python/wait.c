@@ -131,7 +131,8 @@ static int wait_whole_message(int fd, double timeout, double deadline)
  * left), else -1 with the exception set. */
 static int channel_failure(int status, int err, double timeout)
 {
-	if (status == RSHARE_E_IO && (err == EAGAIN || err == EWOULDBLOCK)) {
+	if ((status == RSHARE_E_AGAIN || status == RSHARE_E_IO) &&
+	    (err == EAGAIN || err == EWOULDBLOCK)) {
 		if (timeout != 0)
 			return 1;
 		errno = err;
@@ -152,6 +153,24 @@ static int parse_timeout(PyObject *arg, double *timeout)
 		return -1;
 	}
 	return 0;
+}
+
+/* (Device, payload bytes) of a received message; frees buf. */
+static PyObject *received(rshare_device *h, char *buf, size_t len)
+{
+	PyObject *dev, *payload = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+
+	PyMem_Free(buf);
+	if (!payload) {
+		rshare_device_close(h);
+		return NULL;
+	}
+	dev = rs_py_wrap_device(h);
+	if (!dev) {
+		Py_DECREF(payload);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", dev, payload);
 }
 
 /* The extra fds received, as a list (closed, and NULL, on failure). */
@@ -218,11 +237,12 @@ static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_s
 		if (channel_failure(status, err, timeout) < 0)
 			goto fail;
 	}
+	if (!with_fds)
+		return received(h, buf, len);
 	payload = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
 	PyMem_Free(buf);
-	if (with_fds)
-		fdl = fd_list(fds, nfds);
-	if (!payload || (with_fds && !fdl)) {
+	fdl = fd_list(fds, nfds);
+	if (!payload || !fdl) {
 		Py_XDECREF(payload);
 		Py_XDECREF(fdl);
 		rshare_device_close(h);
@@ -231,14 +251,42 @@ static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_s
 	dev = rs_py_wrap_device(h);
 	if (!dev) {
 		Py_DECREF(payload);
-		Py_XDECREF(fdl);
+		Py_DECREF(fdl);
 		return NULL;
 	}
-	return with_fds ? Py_BuildValue("(NNN)", dev, payload, fdl)
-			: Py_BuildValue("(NN)", dev, payload);
+	return Py_BuildValue("(NNN)", dev, payload, fdl);
 fail:
 	PyMem_Free(buf);
 	return NULL;
+}
+
+/* channel_recv_nowait(fd) -> (Device, payload bytes), or None while no
+ * message is queued (RSHARE_E_AGAIN): for an event loop's reader callback
+ * on a non-blocking socket (rshare.aio.recv). */
+static PyObject *channel_recv_nowait(PyObject *module, PyObject *arg)
+{
+	rshare_device *h = NULL;
+	size_t len = 0;
+	char *buf;
+	int fd, status;
+
+	(void)module;
+	fd = PyObject_AsFileDescriptor(arg);
+	if (fd < 0)
+		return NULL;
+	buf = PyMem_Malloc(RSHARE_PAYLOAD_MAX);
+	if (!buf)
+		return PyErr_NoMemory();
+	Py_BEGIN_ALLOW_THREADS
+	status = rshare_channel_recv(fd, &h, buf, RSHARE_PAYLOAD_MAX, &len);
+	Py_END_ALLOW_THREADS
+	if (status) {
+		PyMem_Free(buf);
+		if (status == RSHARE_E_AGAIN)
+			Py_RETURN_NONE;
+		return rs_py_raise(status);
+	}
+	return received(h, buf, len);
 }
 
 /* The extra fds to send: a sequence of at most RSHARE_CHANNEL_FDS_MAX ints. */
@@ -315,6 +363,9 @@ PyMethodDef rs_py_wait_methods[] = {
 	  "channel_recv_wait(fd, timeout[, with_fds]): wait (interruptibly, without the\n"
 	  "interpreter lock; timeout None blocks, 0 does not wait) and receive (Device,\n"
 	  "payload), or (Device, payload, [fds]) with with_fds true." },
+	{ "channel_recv_nowait", channel_recv_nowait, METH_O,
+	  "channel_recv_nowait(fd): (Device, payload), or None while nothing is queued\n"
+	  "(a non-blocking socket; since 1.2)." },
 	{ "channel_send_wait", (PyCFunction)(void (*)(void))channel_send_wait, METH_FASTCALL,
 	  "channel_send_wait(fd, dev, payload, timeout[, fds]): wait until writable, then\n"
 	  "send, with up to RSHARE_CHANNEL_FDS_MAX extra fds." },

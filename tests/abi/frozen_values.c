@@ -36,6 +36,7 @@ static const struct frozen table[] = {
 	FROZEN(enum rshare_status, RSHARE_E_PERM, -13),
 	FROZEN(enum rshare_status, RSHARE_E_IO, -14),
 	FROZEN(enum rshare_status, RSHARE_E_PROTOCOL, -15),
+	FROZEN(enum rshare_status, RSHARE_E_AGAIN, -16), /* since 1.2 */
 	FROZEN(enum rshare_provider, RSHARE_PROVIDER_HW, 1),
 	FROZEN(enum rshare_provider, RSHARE_PROVIDER_SIM, 2),
 	FROZEN(enum rshare_kind, RSHARE_KIND_PD, 1),

@@ -104,6 +104,13 @@ API = {  # name: (restype, argtypes)
     "rshare_kind_name": (c_char_p, [c_int]),
     "rshare_provider_name": (c_char_p, [c_int]),
     "rshare_blob_size": (c_int, [c_void_p, c_size_t, _size_p]),
+    # Since 1.2: attach from an event loop.
+    "rshare_broker_attach_start": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
+    "rshare_attach_fd": (c_int, [c_void_p, POINTER(c_int)]),
+    "rshare_attach_wait": (c_int, [c_void_p, c_int, c_uint32]),
+    "rshare_attach_finish": (c_int, [c_void_p, POINTER(c_void_p), c_void_p, c_size_t, _size_p]),
+    "rshare_attach_cancel": (c_int, [c_void_p]),
+    "rshare_broker_waiting": (c_int, [c_char_p, c_char_p, c_size_t, _size_p]),
     "rshare_buf_alloc": (c_int, [c_void_p, c_size_t, c_uint32, POINTER(c_void_p)]),
     "rshare_buf_export": (c_int, [c_void_p, c_void_p, c_size_t, _size_p]),
     "rshare_buf_fd": (c_int, [c_void_p, POINTER(c_int)]),

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,6 +109,30 @@ static inline double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A TCP socket on loopback whose close() waits linger_s seconds: its peer
+ * (in the backlog of *listener, never accepted) reads nothing, so the send
+ * queue stays full and the FIN never goes. */
+static inline int linger_fd(int *listener, int linger_s)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { 1, linger_s };
+	socklen_t n = sizeof(sa);
+	int small = 4096, s;
+	char junk[65536] = { 0 };
+
+	*listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(*listener >= 0);
+	setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	REQUIRE(bind(*listener, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		getsockname(*listener, (struct sockaddr *)&sa, &n) == 0 && listen(*listener, 4) == 0);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	while (send(s, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+		;
+	REQUIRE(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+	return s;
 }
 
 #endif

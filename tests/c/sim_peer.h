@@ -33,10 +33,25 @@ static inline struct sim_table *peer_map(int fd, size_t *len)
 	return p;
 }
 
-/* This process's lock value, as the library computes it. */
-static inline uint64_t peer_lock_value(void)
+/* A holder value for this process on the table in fd, as the library
+ * makes one: its liveness byte read-locked through a description of its
+ * own, kept open (so held) for the rest of the process's life. */
+static inline uint64_t peer_lock_value(int fd)
 {
-	return (uint64_t)sim_start_tag(getpid()) << 32 | (uint32_t)getpid();
+	struct timespec ts;
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_len = 1 };
+	char self[64];
+	uint64_t v;
+	int d;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v = (((uint64_t)getpid() << 32 ^ (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull) &
+	     SIM_LIVE_MASK) | 1;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	d = open(self, O_RDWR | O_CLOEXEC);
+	fl.l_start = sim_live_offset(v);
+	REQUIRE(d >= 0 && fcntl(d, F_OFD_SETLK, &fl) == 0);
+	return v;
 }
 
 static inline void kill_peer(pid_t pid)
@@ -58,9 +73,9 @@ static inline pid_t locked_peer(int fd, void (*damage)(struct sim_table *))
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		struct sim_table *t = peer_map(fd, NULL);
-		uint64_t zero = 0;
+		uint64_t zero = 0, mine = peer_lock_value(fd);
 
-		while (!__atomic_compare_exchange_n(&t->s.lock, &zero, peer_lock_value(), false,
+		while (!__atomic_compare_exchange_n(&t->s.lock, &zero, mine, false,
 						    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			zero = 0, usleep(100);
 		if (damage)

@@ -343,8 +343,9 @@ static void cli(const char *ep)
 	CHECK(strstr(out, "rshare attach: /nonexistent/cmd: No such file or directory") != NULL);
 	snprintf(cmd, sizeof(cmd), "%s attach --socket %s cli/x -- /etc 2>/dev/null", rs, ep);
 	CHECK(WEXITSTATUS(system(cmd)) == 126);
+	/* A wait that ran out: exit status 5 (rshare(1), EXIT STATUS). */
 	snprintf(cmd, sizeof(cmd), "%s attach --socket %s --timeout 100 cli/none 2>/dev/null", rs, ep);
-	CHECK(WEXITSTATUS(system(cmd)) == 1);
+	CHECK(WEXITSTATUS(system(cmd)) == 5);
 	snprintf(cmd, sizeof(cmd), "%s shares --socket %s | grep -q persistent", rs, ep);
 	CHECK(system(cmd) == 0);
 	CHECK_OK(rshare_broker_withdraw_name(ep, "cli/x"));

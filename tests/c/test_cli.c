@@ -55,7 +55,8 @@ static const char *json_of(const char *s)
 static void check_conventions(void)
 {
 	static const char *const cmds[] = { "devices", "demo",   "inspect", "version",
-					    "serve",   "shares", "publish", "attach" };
+					    "serve",   "shares", "publish", "attach",
+					    "withdraw" };
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		char expect[64];

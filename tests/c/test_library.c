@@ -22,7 +22,7 @@ int main(void)
 		{ -8, "RSHARE_E_BLOB_CORRUPT" }, { -9, "RSHARE_E_BLOB_VERSION" },
 		{ -10, "RSHARE_E_BLOB_KIND" }, { -11, "RSHARE_E_DEVICE_MISMATCH" },
 		{ -12, "RSHARE_E_NOT_FOUND" }, { -13, "RSHARE_E_PERM" }, { -14, "RSHARE_E_IO" },
-		{ -15, "RSHARE_E_PROTOCOL" },
+		{ -15, "RSHARE_E_PROTOCOL" }, { -16, "RSHARE_E_AGAIN" },
 	};
 	pthread_t th;
 	size_t n;
@@ -41,12 +41,13 @@ int main(void)
 	}
 	CHECK(RSHARE_E_STALE == -5 && RSHARE_E_PROTOCOL == -15);
 	CHECK(strcmp(rshare_status_name(1), "RSHARE_E_UNKNOWN") == 0);
-	CHECK(strcmp(rshare_status_name(-16), "RSHARE_E_UNKNOWN") == 0);
+	CHECK(RSHARE_E_AGAIN == -16);
+	CHECK(strcmp(rshare_status_name(-64), "RSHARE_E_UNKNOWN") == 0);
 	CHECK(strcmp(rshare_status_name(-2147483647 - 1), "RSHARE_E_UNKNOWN") == 0);
 	CHECK(strlen(rshare_strerror(12345)) > 0);
 	/* Each text is distinct: no copy-paste in the table. */
-	for (int a = 0; a >= -15; a--)
-		for (int b = a - 1; b >= -15; b--)
+	for (int a = 0; a >= -16; a--)
+		for (int b = a - 1; b >= -16; b--)
 			CHECK(strcmp(rshare_strerror(a), rshare_strerror(b)) != 0);
 
 	CHECK(strcmp(rshare_last_error(), "") == 0);

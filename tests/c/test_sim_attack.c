@@ -21,9 +21,12 @@
  *     as held and every call got BUSY until someone reaped it. A process
  *     whose main thread has exited while its others run is no zombie,
  *     though: its lock still holds;
- *  5. the start-time tag dropped bit 0 of the start time (made odd to be
- *     never 0), so a pid reused one tick after its dead holder started
- *     could pass for it and keep the lock BUSY for as long as it lived.
+ *  5. (the start-time tag's lost bit: gone with the tag; a holder's
+ *     liveness is an OFD lock now, and pid reuse is test_sim_ns's case);
+ *  6. a write lease on the memfd, held by a peer that ignores SIGIO: the
+ *     first VAR alloc of a process reopened the memfd through /proc/self/fd
+ *     with the table locked, and open() waited fs.lease-break-time (45 s)
+ *     for the lease: past the bound, and every other process BUSY.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -304,7 +307,7 @@ static void leaderless_holder(void)
 		uint64_t zero = 0;
 		pthread_t th;
 
-		if (!__atomic_compare_exchange_n(&t->s.lock, &zero, peer_lock_value(), false,
+		if (!__atomic_compare_exchange_n(&t->s.lock, &zero, peer_lock_value(fd), false,
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
 		    pthread_create(&th, NULL, wait_forever, NULL) != 0)
 			_exit(1);
@@ -337,45 +340,70 @@ static void leaderless_holder(void)
 	CHECK_OK(rshare_device_close(dev));
 }
 
-/* 5. The tag is the whole low half of the start time. A child of an even
- * start time checks (half of them; the odd ones hid the old bug). */
-static int tag_check(void)
+/* 6. The victim's first lock meets a write lease: it answers within the
+ * bound, and the table's lock word stays free all the while. */
+static void lease_on_table(void)
 {
-	char buf[1024], *q;
-	unsigned long long when = 0;
-	FILE *f = fopen("/proc/self/stat", "r");
+	rshare_device *dev;
+	struct sim_table *t;
+	rshare_var *v;
+	uint64_t t0;
+	size_t len;
+	int fd, p[2], s, wst = 0;
+	pid_t lessee;
+	char c;
 
-	if (!f)
-		return 3;
-	q = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	q = q ? strrchr(buf, ')') : NULL;
-	for (int field = 2; field < 22 && q; field++)
-		q = strchr(q + 1, ' ');
-	if (!q || sscanf(q + 1, "%llu", &when) != 1)
-		return 3;
-	if ((uint32_t)when <= 1 || when % 2)
-		return 1; /* try another */
-	return sim_start_tag(getpid()) == (uint32_t)when ? 0 : 2;
-}
-
-static void start_tag_bits(void)
-{
-	int result = 1;
-
-	for (int i = 0; i < 200 && result == 1; i++) {
-		int status;
-		pid_t pid = fork();
-
-		REQUIRE(pid >= 0);
-		if (pid == 0)
-			_exit(tag_check());
-		REQUIRE(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
-		result = WEXITSTATUS(status);
-		if (result == 1)
-			usleep(3000); /* into another tick */
+	REQUIRE_OK(rshare_device_open("sim0", &dev)); /* nothing locked yet */
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+	t = peer_map(fd, &len);
+	REQUIRE(pipe(p) == 0);
+	lessee = fork();
+	REQUIRE(lessee >= 0);
+	if (lessee == 0) {
+		signal(SIGIO, SIG_IGN); /* the break notice changes nothing */
+		c = fcntl(fd, F_SETLEASE, F_WRLCK) == 0 ? 'L' : 'x';
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
 	}
-	CHECK(result == 0);
+	REQUIRE(read(p[0], &c, 1) == 1);
+	if (c != 'L') {
+		printf("lease_on_table: this kernel refuses a write lease on a memfd; skipped\n");
+		kill_peer(lessee);
+		CHECK_OK(rshare_device_close(dev));
+		return;
+	}
+	fflush(NULL);
+	{
+		pid_t watcher = fork();
+		REQUIRE(watcher >= 0);
+		if (watcher == 0) { /* exit 1 if the word is ever held */
+			uint64_t until = ms_now() + BOUND_MS + 300;
+			while (ms_now() < until)
+				if (__atomic_load_n(&t->s.lock, __ATOMIC_RELAXED))
+					_exit(1);
+			_exit(0);
+		}
+		t0 = ms_now();
+		s = rshare_var_alloc(dev, 0, &v);
+		t0 = ms_now() - t0;
+		REQUIRE(waitpid(watcher, &wst, 0) == watcher);
+	}
+	if (s == RSHARE_OK)
+		CHECK_OK(rshare_var_free(v));
+	else
+		CHECK_MSG("lease");
+	CHECK(s == RSHARE_OK || s == RSHARE_E_BUSY);
+	CHECK(t0 < BOUND_MS + 500);
+	CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0); /* never locked meanwhile */
+	kill_peer(lessee);
+	CHECK_OK(rshare_var_alloc(dev, 0, &v)); /* the lease gone: served */
+	CHECK_OK(rshare_var_free(v));
+	munmap(t, len);
+	close(p[0]);
+	close(p[1]);
+	CHECK_OK(rshare_device_close(dev));
 }
 
 int main(void)
@@ -387,6 +415,6 @@ int main(void)
 	starved_fork();
 	unreaped_holder();
 	leaderless_holder();
-	start_tag_bits();
+	lease_on_table();
 	TEST_DONE();
 }

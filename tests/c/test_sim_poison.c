@@ -41,32 +41,66 @@ static void alloc_free(rshare_device *dev, int want)
 		CHECK_OK(rshare_pd_free(pd));
 }
 
-/* A child that lives until killed; its pid is a live process's. */
-static pid_t sleeper(void)
+/* A child that lives until killed, holding the liveness byte of the
+ * holder value it writes to *value (shared memory). */
+static pid_t sleeper(int fd, uint64_t *value)
 {
-	pid_t pid = fork();
+	pid_t pid;
 
+	*value = 0;
+	pid = fork();
 	REQUIRE(pid >= 0);
-	if (pid == 0)
+	if (pid == 0) {
+		__atomic_store_n(value, peer_lock_value(fd), __ATOMIC_RELEASE);
 		for (;;)
 			pause();
+	}
+	while (!__atomic_load_n(value, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	return pid;
 }
 
-static void poisoned_words(rshare_device *dev, struct sim_table *t)
+/* The library's own holder value for the table in fd (after a lock, with
+ * no other process on the table): its liveness byte's offset, as
+ * /proc/locks lists it. */
+static uint64_t own_value(int fd)
 {
-	uint64_t mine = peer_lock_value();
-	pid_t live = sleeper();
-	uint64_t live_tag = (uint64_t)sim_start_tag(live) << 32;
+	unsigned long long start, ino;
+	char line[256];
+	struct stat st;
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/locks", "r");
+
+	REQUIRE(f != NULL && fstat(fd, &st) == 0);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: OFDLCK %*s READ %*d %*x:%*x:%llu %llu", &ino, &start) == 2 &&
+		    ino == (unsigned long long)st.st_ino && start >= SIM_LIVE_BASE)
+			v = start - SIM_LIVE_BASE;
+	fclose(f);
+	return v;
+}
+
+static void poisoned_words(rshare_device *dev, struct sim_table *t, int fd)
+{
+	uint64_t *live_value = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				    -1, 0);
+	uint64_t mine, live_v;
+	pid_t live;
+
+	alloc_free(dev, RSHARE_OK); /* the library has its value now */
+	mine = own_value(fd);
+	REQUIRE(live_value != MAP_FAILED && mine != 0);
+	live = sleeper(fd, live_value);
+	live_v = *live_value;
 	const uint64_t taken_over[] = {
 		~0ull,                                   /* -1 */
-		0xdeadbeef00000000ull,                   /* tag without pid */
-		0x12345678ull << 32 | 4194305u,          /* past PID_MAX_LIMIT */
+		0xdeadbeef00000000ull,                   /* 0 in the futex half */
+		0x12345678ull << 32 | 4194305u,          /* a pid-like value */
 		0x80000001ull,                           /* a negative pid */
-		(uint64_t)(uint32_t)getpid(),            /* our pid, no tag */
+		(uint64_t)(uint32_t)getpid(),            /* our pid */
 		mine,                                    /* our own exact value */
-		(live_tag ^ (1ull << 40)) | (uint32_t)live, /* live pid, other life */
-		0x7ull << 32 | 3999999u,                 /* no such process */
+		live_v ^ (1ull << 40),                   /* near a live value */
+		(uint64_t)(uint32_t)live,                /* a live process's pid */
 		(uint64_t)(uintptr_t)&mine,              /* a pointer */
 	};
 
@@ -75,12 +109,13 @@ static void poisoned_words(rshare_device *dev, struct sim_table *t)
 		t->s.waiters = (uint32_t)i * 0x10001u;
 		alloc_free(dev, RSHARE_OK);
 	}
-	/* A live process of the right start time really holds it: BUSY. */
-	t->s.lock = live_tag | (uint32_t)live;
+	/* A live process (its liveness byte held) really holds it: BUSY. */
+	t->s.lock = live_v;
 	alloc_free(dev, RSHARE_E_BUSY);
 	kill_peer(live);
 	alloc_free(dev, RSHARE_OK); /* ... until it dies */
 	t->s.waiters = 0;
+	munmap(live_value, 8);
 }
 
 /* Hammer the lock area with values while the victim works. */
@@ -239,7 +274,7 @@ int main(void)
 	REQUIRE_OK(rshare_device_fd(dev, &fd));
 	t = peer_map(fd, &map_len);
 
-	poisoned_words(dev, t);
+	poisoned_words(dev, t, fd);
 
 	peer = hammer_lock(fd, getpid());
 	work(dev, 3000, &bad);

@@ -29,6 +29,7 @@ struct fixture {
 	void *dev, *pd, *var, *mr, *dm, *bufh; /* mr, dm, bufh NULL when sim0 lacks them */
 	void *stale_dev, *stale_pd, *stale_var, *stale_mr, *stale_dm, *stale_bufh;
 	void *stale_broker, *stale_share; /* stopped, withdrawn */
+	void *attach, *stale_attach;      /* answered (by "sweep"), cancelled */
 	unsigned char pd_blob[256], var_blob[256], mr_blob[256], dm_blob[256];
 	size_t pd_len, var_len, mr_len, dm_len;
 	unsigned char buf_blob[256];
@@ -200,6 +201,20 @@ static void a_attachv(struct fixture *f, ffi_val *a)
 	SET(a, VP(f->bpath), VP("sweep"), VI(0), VP(&f->p), VP(f->fds), VZ(16), VP(&f->z2),
 	    BUF(f), VP(&f->z));
 }
+static void a_attach_start(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("sweep"), VP(&f->p));
+}
+static void a_attach_op(struct fixture *f, ffi_val *a) { SET(a, VP(f->attach)); }
+static void a_attach_fd(struct fixture *f, ffi_val *a) { SET(a, VP(f->attach), VP(&f->i)); }
+static void a_attach_wait(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->attach), VI(0), VU32(0));
+}
+static void a_attach_finish(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->attach), VP(&f->p), BUF(f), VP(&f->z));
+}
 
 struct recipe {
 	const char *name;
@@ -207,7 +222,7 @@ struct recipe {
 	void (*args)(struct fixture *f, ffi_val *a);
 };
 
-enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, K_BROKER, K_SHARE, K_BUF, NKINDS };
+enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, K_BROKER, K_SHARE, K_ATTACH, K_BUF, NKINDS };
 
 static const struct recipe recipes[] = {
 	{ "rshare_version", "", a_version },
@@ -299,6 +314,12 @@ static const struct recipe recipes[] = {
 	{ "rshare_dm_map", "", a_dm_ptr },
 	{ "rshare_dm_unmap", "", a_dm },
 	{ "rshare_broker_attachv", "endpoint fds", a_attachv },
+	{ "rshare_broker_attach_start", "endpoint", a_attach_start },
+	{ "rshare_attach_fd", "", a_attach_fd },
+	{ "rshare_attach_wait", "", a_attach_wait },
+	{ "rshare_attach_finish", "", a_attach_finish },
+	{ "rshare_attach_cancel", "", a_attach_op },
+	{ "rshare_broker_waiting", "endpoint", a_list },
 };
 
 static const struct recipe *recipe_for(const char *name)
@@ -324,7 +345,8 @@ static int handle_kind(const char *type)
 {
 	static const char *const kinds[NKINDS] = { "rshare_device *", "rshare_pd *",
 						   "rshare_var *", "rshare_mr *", "rshare_dm *",
-						   "rshare_broker *", "rshare_share *", "rshare_buf *" };
+						   "rshare_broker *", "rshare_share *",
+						   "rshare_attach *", "rshare_buf *" };
 
 	if (strncmp(type, "const ", 6) == 0)
 		type += 6;
@@ -359,9 +381,11 @@ static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
 			 const struct recipe *r, int k, int kind)
 {
 	void *stale[NKINDS] = { f->stale_dev, f->stale_pd, f->stale_var, f->stale_mr,
-				f->stale_dm, f->stale_broker, f->stale_share, f->stale_bufh };
+				f->stale_dm, f->stale_broker, f->stale_share, f->stale_attach,
+				f->stale_bufh };
 	/* live, of another kind */
-	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var, f->dev, f->pd, f->pd };
+	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var, f->dev, f->pd, f->dev,
+				f->pd };
 	int local = 0;
 	void *garbage[] = { (void *)1, (void *)(uintptr_t)0xdeadbeef0, (void *)(uintptr_t)-1,
 			    &local, other[kind] };
@@ -581,6 +605,15 @@ static int setup(struct fixture *f)
 	EXPECT(CALLI("rshare_broker_start", VP(f->bpath2), VP(&f->stale_broker)), ST(OK),
 	       "broker_start");
 	EXPECT(CALLI("rshare_broker_stop", VP(f->stale_broker)), ST(OK), "broker_stop");
+	/* An attach the broker answered (its share kept until finished) and
+	 * a cancelled one. */
+	EXPECT(CALLI("rshare_broker_attach_start", VP(f->bpath), VP("sweep"), VP(&f->attach)),
+	       ST(OK), "broker_attach_start");
+	EXPECT(CALLI("rshare_attach_wait", VP(f->attach), VI(5000), VU32(0)), ST(OK),
+	       "attach_wait");
+	EXPECT(CALLI("rshare_broker_attach_start", VP(f->bpath), VP("sweep"),
+		     VP(&f->stale_attach)), ST(OK), "broker_attach_start");
+	EXPECT(CALLI("rshare_attach_cancel", VP(f->stale_attach)), ST(OK), "attach_cancel");
 	return ffi_failures ? -1 : 0;
 }
 
@@ -605,6 +638,14 @@ static void teardown(struct fixture *f)
 		EXPECT(CALLI("rshare_mr_dereg", VP(f->mr)), ST(OK), "mr_dereg after the sweep");
 	if (f->dm)
 		EXPECT(CALLI("rshare_dm_free", VP(f->dm)), ST(OK), "dm_free after the sweep");
+	/* The answered attach kept its share through the sweep. */
+	f->z = 0;
+	EXPECT(CALLI("rshare_attach_finish", VP(f->attach), VP(&dev2), VP(f->buf),
+		     VZ(sizeof(f->buf)), VP(&f->z)), ST(OK), "attach_finish after the sweep");
+	EXPECT_TRUE(f->z == f->pd_len && memcmp(f->buf, f->pd_blob, f->z) == 0,
+		    "attach payload altered by the sweep");
+	EXPECT(CALLI("rshare_device_close", VP(dev2)), ST(OK), "close the attached device");
+	EXPECT(CALLI("rshare_attach_cancel", VP(f->attach)), ST(E_STALE), "attach over");
 	if (f->bufh)
 		EXPECT(CALLI("rshare_buf_free", VP(f->bufh)), ST(OK), "buf_free after the sweep");
 	EXPECT(CALLI("rshare_broker_withdraw", VP(f->share)), ST(OK), "broker_withdraw");

@@ -136,6 +136,9 @@ static void try_broker(const uint8_t *data, size_t size)
 		case RSB_LIST:
 			n = rsb_encode_list(out);
 			break;
+		case RSB_WAITING:
+			n = rsb_encode_bare(out, RSB_WAITING);
+			break;
 		default:
 			abort(); /* accepted an unknown type */
 		}

@@ -23,6 +23,8 @@ local lib = maps:match("(/%S*/librshare%.so[%.%d]*)\n")
 check(lib, "librshare is not mapped")
 check(lib:sub(1, #prefix + 1) == prefix .. "/", "mapped", lib, "which is not under", prefix)
 check(rshare.backend == (jit and "ffi" or "swig"), "backend", rshare.backend)
+check(type(require("rshare.luv").attach) == "function", "rshare.luv is not installed")
+check(type(rshare.attach_start) == "function", "rshare.attach_start is missing")
 
 local dev = check(rshare.open("sim0"))
 local peer = check(rshare.from_fd(dev:fd()))

@@ -42,6 +42,10 @@ if cmake -S "$src/tests/packaging/consumer" -B "$tmp/cb" -DCMAKE_PREFIX_PATH="$t
 	-DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$cflags" >"$tmp/cb.log" 2>&1 &&
 	cmake --build "$tmp/cb" >>"$tmp/cb.log" 2>&1; then
 	"$tmp/cb/consumer" || fail "the find_package consumer failed"
+	# rshare::rshare_static (librshare.a): runs with no librshare.so.1 at all.
+	readelf -d "$tmp/cb/consumer_static" | grep -q 'librshare\.so' &&
+		fail "consumer_static needs librshare.so"
+	"$tmp/cb/consumer_static" || fail "the find_package consumer linked with librshare.a failed"
 else
 	cat "$tmp/cb.log" >&2
 	fail "building with find_package(rshare)"
@@ -64,10 +68,10 @@ for c in $components; do
 	# What must land, and what must not.
 	case $c in
 	lib) want='/librshare\.so\.1' ; never='include/|bin/|\.pc$|python|lua|librshare\.so$' ;;
-	dev) want='include/rshare/rshare\.h|/librshare\.so$|/rshare\.pc$|rshareConfig\.cmake$|man3/rshare_pd_import\.3'
+	dev) want='include/rshare/rshare\.h|/librshare\.so$|/librshare\.a$|/rshare\.pc$|rshareConfig\.cmake$|man3/rshare_pd_import\.3'
 	     never='bin/|librshare\.so\.1|python|lua|man1/' ;;
-	bin) want='bin/rshare$|bash-completion/completions/rshare$|man1/rshare\.1'
-	     never='include/|lib/|man3/' ;;
+	bin) want='bin/rshare$|bash-completion/completions/rshare$|man1/rshare\.1|lib/systemd/system/rshare\.socket$|lib/systemd/user/rshare\.service$'
+	     never='include/|\.so(\.|$)|\.pc$|/cmake/|python|lua|man3/' ;;
 	python) want='/rshare/__init__\.py$' ; never='include/|bin/|lua|librshare' ;;
 	lua) want='lua/5\.4/rshare\.lua$|lua/5\.4/rshare/core\.so$|lua/5\.1/rshare/libpath\.lua$' ; never='include/|bin/|python|librshare' ;;
 	esac

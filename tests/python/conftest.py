@@ -5,6 +5,7 @@ runs Python worker scripts in real child processes."""
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -24,6 +25,15 @@ def dev():
             device.close()
         except rshare.Busy:
             pass  # the test left objects; they release the device when collected
+
+
+@pytest.fixture
+def endpoint():
+    """A broker socket path in a fresh directory other uids can reach."""
+    d = tempfile.mkdtemp(prefix="rshare-py-")
+    os.chmod(d, 0o755)
+    yield os.path.join(d, "b.sock")
+    subprocess.run(["rm", "-rf", d], check=False)
 
 
 def run_worker(*args, pass_fds=(), env_extra=None, timeout=30):

@@ -25,6 +25,7 @@ EXPECTED = {
     "RSHARE_E_PERM": (rshare.PermissionDenied, (PermissionError, OSError)),
     "RSHARE_E_IO": (rshare.SystemCallError, (OSError,)),
     "RSHARE_E_PROTOCOL": (rshare.ProtocolError, ()),
+    "RSHARE_E_AGAIN": (rshare.WouldBlock, (BlockingIOError, OSError)),
 }
 
 
@@ -39,7 +40,7 @@ def c_statuses():
 
 def test_every_c_status_has_its_class():
     statuses = c_statuses()
-    assert [name for _, name in statuses] == list(EXPECTED)  # -1 .. -15, in order
+    assert [name for _, name in statuses] == list(EXPECTED)  # -1 .. -16, in order
     for code, name in statuses:
         cls, extra_bases = EXPECTED[name]
         assert rshare.error_class(code) is cls

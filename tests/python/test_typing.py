@@ -91,3 +91,49 @@ def test_mypy_catches_real_mistakes(tmp_path):
     code, out = mypy(tmp_path, str(script))
     assert code == 1, out
     assert "wrong.py:3" in out and "wrong.py:4" in out, out
+
+
+# The broker and asyncio snippets of the docs (rshare/_broker.py, rshare/aio.py,
+# docs/python.md): attach results are typed, share.pd / share.var are not
+# Optional.
+BROKER_CODE = '''
+import asyncio
+from typing import List
+
+import rshare
+import rshare.aio
+
+
+def publisher() -> None:
+    with rshare.serve():
+        with rshare.open() as dev, dev.alloc_pd() as pd, dev.alloc_var() as var:
+            with rshare.publish("team/exp1", dev, pd=pd, var=var) as share:
+                print(share.name, share.published)
+
+
+def attacher() -> int:
+    with rshare.attach("team/exp1", timeout=10) as share:
+        share.var.map()[0:4] = b"ping"
+        handle: int = share.pd.handle
+        waiting: List[str] = [w["name"] for w in rshare.waiting()]
+        print(waiting, share.device.name, share.blobs)
+    return handle
+
+
+async def main() -> None:
+    async with asyncio.timeout(5):
+        share = await rshare.aio.attach("team/exp1")
+    with share:
+        share.var.map()[0:4] = b"ping"
+        print(share.pd.handle)
+    dev, payload = await rshare.aio.recv(0)
+    with dev:
+        print(len(payload))
+'''
+
+
+def test_mypy_strict_on_broker_snippets(tmp_path):
+    script = tmp_path / "snippets.py"
+    script.write_text(BROKER_CODE)
+    code, out = mypy(tmp_path, str(script))
+    assert code == 0, out

@@ -57,7 +57,7 @@ static int run_attach(int argc, char **argv)
 	name = argv[optind];
 	status = rshare_broker_attach(endpoint, name, timeout, &dev, payload, sizeof(payload), &len);
 	if (status)
-		return cli_fail("attaching", status);
+		return cli_broker_fail("attaching", status, timeout != 0);
 	rshare_device_fd(dev, &fd);
 	if (optind + 1 >= argc)
 		printf("{\"name\":\"%s\",\"payload_size\":%zu,\"blobs\":[", name, len);

@@ -86,6 +86,23 @@ void cli_print_help(const struct cli_command *cmd, FILE *f);
 /* Print "what: RSHARE_E_...: last error" to stderr; returns 1 (exit code). */
 int cli_fail(const char *what, int status);
 
+/* Exit statuses of the broker commands, so that scripts can tell the
+ * causes apart (rshare(1), EXIT STATUS; keep the man page in step). */
+enum cli_exit {
+	CLI_EXIT_FAILURE = 1,    /* any other failure */
+	CLI_EXIT_USAGE = 2,      /* bad options or arguments */
+	CLI_EXIT_NO_BROKER = 3,  /* no broker listens on the socket */
+	CLI_EXIT_NOT_FOUND = 4,  /* no share of that name */
+	CLI_EXIT_TIMEOUT = 5,    /* attach --timeout passed before the name appeared */
+	CLI_EXIT_REFUSED = 6,    /* not allowed: the share's policy, or not its owner */
+	CLI_EXIT_BUSY = 7        /* the name is taken, or a broker already serves the socket */
+};
+
+/* cli_fail() for a broker call: the same message, and the exit status that
+ * names the cause. timed_out: a wait for the name ran out (NOT_FOUND then
+ * means CLI_EXIT_TIMEOUT). */
+int cli_broker_fail(const char *what, int status, int timed_out);
+
 /* Write s to f as a JSON string, quotes included, escaped (RFC 8259). */
 void cli_json_string(FILE *f, const char *s);
 
@@ -103,5 +120,11 @@ extern const struct cli_command cli_serve;
 extern const struct cli_command cli_shares;
 extern const struct cli_command cli_publish;
 extern const struct cli_command cli_attach;
+extern const struct cli_command cli_withdraw;
+
+/* serve's readiness: systemd's sd_notify() protocol, without libsystemd
+ * (notify.c). Sends state (e.g. "READY=1") to $NOTIFY_SOCKET if set;
+ * 0, or -1 with errno. */
+int cli_sd_notify(const char *state);
 
 #endif

@@ -70,7 +70,26 @@ int cli_fail(const char *what, int status)
 {
 	fprintf(stderr, "rshare: %s: %s: %s\n", what, rshare_status_name(status),
 		*rshare_last_error() ? rshare_last_error() : rshare_strerror(status));
-	return 1;
+	return CLI_EXIT_FAILURE;
+}
+
+int cli_broker_fail(const char *what, int status, int timed_out)
+{
+	int err = rshare_last_errno();
+
+	cli_fail(what, status);
+	switch (status) {
+	case RSHARE_E_IO:
+		return err == ENOENT || err == ECONNREFUSED ? CLI_EXIT_NO_BROKER : CLI_EXIT_FAILURE;
+	case RSHARE_E_NOT_FOUND:
+		return timed_out ? CLI_EXIT_TIMEOUT : CLI_EXIT_NOT_FOUND;
+	case RSHARE_E_PERM:
+		return CLI_EXIT_REFUSED;
+	case RSHARE_E_BUSY:
+		return CLI_EXIT_BUSY;
+	default:
+		return CLI_EXIT_FAILURE;
+	}
 }
 
 void cli_json_string(FILE *f, const char *s)

@@ -116,7 +116,7 @@ static int run_publish(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &stop, NULL);
 	status = rshare_broker_publish(endpoint, argv[optind], dev, payload, len, &o, &share);
 	if (status)
-		return cli_fail("publishing", status);
+		return cli_broker_fail("publishing", status, 0);
 	printf("published %s\n", argv[optind]);
 	fflush(stdout);
 	if (o.flags & RSHARE_PUBLISH_PERSISTENT)

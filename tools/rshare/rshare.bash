@@ -26,7 +26,7 @@ _rshare()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
-	--workers | -w | --timeout | -t | --allow-uid | -u | --allow-gid | -g)
+	--workers | -w | --timeout | -t | --allow-uid | -u | --allow-gid | -g | --ready-fd | -r)
 		return
 		;;
 	esac

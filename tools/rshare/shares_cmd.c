@@ -67,22 +67,47 @@ static int print_table(const char *json)
 	return 0;
 }
 
+/* The waiting attaches ({name, uid, pid, waited_ms} objects) as a table. */
+static int print_waiting(const char *json)
+{
+	char name[300], uid[16], pid[16], waited[24];
+	int rows = 0;
+
+	for (const char *o = strchr(json, '{'); o; o = strchr(o + 1, '{')) {
+		const char *end = strchr(o, '}');
+
+		field(o, end, "name", name, sizeof(name));
+		field(o, end, "uid", uid, sizeof(uid));
+		field(o, end, "pid", pid, sizeof(pid));
+		field(o, end, "waited_ms", waited, sizeof(waited));
+		if (!rows++)
+			printf("%-32s %6s %8s %10s\n", "WAITING FOR", "UID", "PID", "WAITED_MS");
+		printf("%-32s %6s %8s %10s\n", name, uid, pid, waited);
+	}
+	if (!rows)
+		printf("no waiting attaches\n");
+	return 0;
+}
+
 static int run_shares(int argc, char **argv);
 
 const struct cli_command cli_shares = {
 	.name = "shares",
-	.args = "[--socket PATH] [--json]",
-	.summary = "list the shares a broker holds",
+	.args = "[OPTIONS]",
+	.summary = "list the shares a broker holds (or the attaches waiting for one)",
 	.options = "  -s, --socket=PATH   the broker's socket (default: as rshare serve)\n"
 		   "  -j, --json          print the broker's JSON array of {name, owner_uid,\n"
 		   "                      owner_pid, persistent, payload_size, blobs, attaches,\n"
-		   "                      created}\n",
+		   "                      created}\n"
+		   "  -w, --waiting       list the attaches waiting for a name instead (JSON:\n"
+		   "                      {name, uid, pid, waited_ms})\n",
 	.run = run_shares,
 };
 
 static const struct option shares_opts[] = {
 	{ "socket", required_argument, NULL, 's' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "waiting", no_argument, NULL, 'w' },
 	CLI_OPT_HELP,
 	{ 0 },
 };
@@ -92,18 +117,23 @@ static int run_shares(int argc, char **argv)
 	const char *endpoint = NULL;
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
-	int c, json = 0, status;
+	int c, json = 0, waiting = 0, status;
+	int (*list)(const char *, char *, size_t, size_t *) = rshare_broker_list;
 
-	while ((c = cli_getopt(&cli_shares, argc, argv, "s:jh", shares_opts)) != -1) {
+	while ((c = cli_getopt(&cli_shares, argc, argv, "s:jwh", shares_opts)) != -1) {
 		if (c == 's')
 			endpoint = optarg;
 		else if (c == 'j')
 			json = 1;
+		else if (c == 'w')
+			waiting = 1;
 	}
+	if (waiting)
+		list = rshare_broker_waiting;
 	if (optind < argc)
 		cli_usage_error(&cli_shares, "unexpected argument '%s'", argv[optind]);
 	/* The list can grow between the sizing call and the next: retry. */
-	while ((status = rshare_broker_list(endpoint, buf, cap, &len)) == RSHARE_E_NOSPACE) {
+	while ((status = list(endpoint, buf, cap, &len)) == RSHARE_E_NOSPACE) {
 		free(buf);
 		cap = len + 4096;
 		buf = malloc(cap);
@@ -112,10 +142,13 @@ static int run_shares(int argc, char **argv)
 	}
 	if (status) {
 		free(buf);
-		return cli_fail("listing shares", status);
+		return cli_broker_fail(waiting ? "listing waiting attaches" : "listing shares",
+				       status, 0);
 	}
 	if (json)
 		printf("%s\n", buf);
+	else if (waiting)
+		print_waiting(buf);
 	else
 		print_table(buf);
 	free(buf);

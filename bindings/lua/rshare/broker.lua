@@ -13,7 +13,9 @@
 --   s.var:map():write(0, "hi"); s:close()
 --
 -- attach waits in calls of at most SLICE_MS, so the interpreter's Ctrl-C
--- handler (lua, luajit) interrupts a wait between two of them.
+-- handler (lua, luajit) interrupts a wait between two of them. An event
+-- loop uses rshare.attach_start instead (since 1.2): an operation with an
+-- fd to poll, finish() and cancel(); rshare.luv drives it in a luv loop.
 local util = require "rshare.util"
 
 local broker = {}
@@ -27,6 +29,7 @@ local function ffi_backend(C)
   local h_cell = ffi.new("void *[1]")
   local dev_cell = ffi.new("rshare_device *[1]")
   local size_cell = ffi.new("size_t[1]")
+  local int_cell = ffi.new("int[1]")
   local path = ffi.new("char[256]")
   local payload -- RSHARE_PAYLOAD_MAX bytes, made by the first attach
   local R = {}
@@ -64,26 +67,49 @@ local function ffi_backend(C)
   end
   function R.broker_withdraw(h) return C.rshare_broker_withdraw(token(h)) end
   function R.broker_withdraw_name(ep, name) return C.rshare_broker_withdraw_name(ep, name) end
-  function R.broker_attach(ep, name, ms)
-    payload = payload or ffi.new("uint8_t[?]", C.RSHARE_PAYLOAD_MAX)
-    local st = C.rshare_broker_attachv(ep, name, ms, dev_cell, fd_cells, FDS_MAX, nfds_cell,
-                                       payload, C.RSHARE_PAYLOAD_MAX, size_cell)
+  -- An attach's status, and on success the device and the payload.
+  local function attached(st, with_fds)
     if st ~= 0 then return st end
     local fds = {}
-    for i = 1, tonumber(nfds_cell[0]) do fds[i] = fd_cells[i - 1] end
+    for i = 1, with_fds and tonumber(nfds_cell[0]) or 0 do fds[i] = fd_cells[i - 1] end
     return st, dev_cell[0], ffi.string(payload, size_cell[0]), fds
   end
-  function R.broker_list(ep)
+  function R.broker_attach(ep, name, ms)
+    payload = payload or ffi.new("uint8_t[?]", C.RSHARE_PAYLOAD_MAX)
+    return attached(C.rshare_broker_attachv(ep, name, ms, dev_cell, fd_cells, FDS_MAX,
+                                            nfds_cell, payload, C.RSHARE_PAYLOAD_MAX,
+                                            size_cell), true)
+  end
+  local function json(fn, ep)
     local cap = 4096
     while true do
       local buf = ffi.new("char[?]", cap)
-      local st = C.rshare_broker_list(ep, buf, cap, size_cell)
+      local st = fn(ep, buf, cap, size_cell)
       if st == 0 then return st, ffi.string(buf, size_cell[0]) end
       if st ~= C.RSHARE_E_NOSPACE then return st end
       cap = tonumber(size_cell[0]) + 4096 -- it may grow before the next call
     end
   end
-  R.NOT_FOUND = C.RSHARE_E_NOT_FOUND
+  function R.broker_list(ep) return json(C.rshare_broker_list, ep) end
+  -- Since 1.2: attach from an event loop.
+  function R.broker_waiting(ep) return json(C.rshare_broker_waiting, ep) end
+  function R.attach_start(ep, name)
+    local st = C.rshare_broker_attach_start(ep, name, ffi.cast("rshare_attach **", h_cell))
+    return st, ffi.cast("uintptr_t", h_cell[0])
+  end
+  function R.attach_fd(h)
+    local st = C.rshare_attach_fd(token(h), int_cell)
+    return st, int_cell[0]
+  end
+  function R.attach_finish(h)
+    payload = payload or ffi.new("uint8_t[?]", C.RSHARE_PAYLOAD_MAX)
+    return attached(C.rshare_attach_finish(token(h), dev_cell, payload, C.RSHARE_PAYLOAD_MAX,
+                                           size_cell))
+  end
+  function R.attach_cancel(h) return C.rshare_attach_cancel(token(h)) end
+  function R.attach_wait(h, ms, flags) return C.rshare_attach_wait(token(h), ms, flags) end
+  R.WAIT_SIGNAL = C.RSHARE_WAIT_SIGNAL
+  R.NOT_FOUND, R.AGAIN, R.STALE = C.RSHARE_E_NOT_FOUND, C.RSHARE_E_AGAIN, C.RSHARE_E_STALE
   R.NAME_MAX, R.IDS_MAX = C.RSHARE_SHARE_NAME_MAX, C.RSHARE_SHARE_IDS_MAX
   return R
 end
@@ -94,7 +120,12 @@ local function swig_backend(core)
     broker_endpoint = core.broker_endpoint, broker_publish = core.broker_publish,
     broker_withdraw = core.broker_withdraw, broker_withdraw_name = core.broker_withdraw_name,
     broker_attach = core.broker_attach, broker_list = core.broker_list,
-    NOT_FOUND = core.RSHARE_E_NOT_FOUND, NAME_MAX = 255, IDS_MAX = 64,
+    broker_waiting = core.broker_waiting, attach_start = core.attach_start,
+    attach_fd = core.attach_fd, attach_finish = core.attach_finish,
+    attach_cancel = core.attach_cancel, attach_wait = core.attach_wait,
+    WAIT_SIGNAL = core.RSHARE_WAIT_SIGNAL,
+    NOT_FOUND = core.RSHARE_E_NOT_FOUND, AGAIN = core.RSHARE_E_AGAIN,
+    STALE = core.RSHARE_E_STALE, NAME_MAX = 255, IDS_MAX = 64,
   }
 end
 
@@ -274,6 +305,8 @@ function broker.extend(M)
   local Attached = { __name = "rshare.Attached" }
   Attached.__index = Attached
 
+  local make_attached
+
   -- attach(name[, opts]): opts.timeout in seconds (nil: no limit, 0: do not
   -- wait), opts.endpoint, opts.import (false: the raw blobs only). Returns a
   -- table: device, payload, blobs, the objects imported by kind (pds, vars,
@@ -291,9 +324,17 @@ function broker.extend(M)
     repeat
       local slice = left == nil and SLICE_MS or math.min(left, SLICE_MS)
       st, h, payload, fds = R.broker_attach(endpoint, name, slice)
+      fds = fds or {}
       if left then left = left - slice end
     until st ~= R.NOT_FOUND or (left and left <= 0)
     if st ~= 0 then return fail(st) end
+    return make_attached(name, h, payload, opts, fds)
+  end
+
+  -- The Attached for a device handle h and payload: objects imported
+  -- unless opts.import is false; fds: a share's buffers' memory (closed here).
+  function make_attached(name, h, payload, opts, fds)
+    fds = fds or {}
     local dev = M._adopt_device(h)
     local a = setmetatable({ name = name, device = dev, payload = payload,
                              blobs = M.split_blobs(payload), objects = {} }, Attached)
@@ -328,6 +369,65 @@ function broker.extend(M)
 
   function Attached:__tostring() return ("rshare.Attached(%s)"):format(self.name) end
 
+  ------------------------------------------- attaching from an event loop
+  local Attach = { __name = "rshare.Attach" }
+  Attach.__index = Attach
+
+  -- attach_start(name[, opts]): start attaching without waiting (since
+  -- 1.2); opts.endpoint, opts.import as for attach. The operation waits
+  -- at the broker without a time limit (the loop keeps time): poll op:fd()
+  -- for readability, then op:finish(); op:cancel() gives up, leaving no fd
+  -- and no request at the broker (as does collecting the operation).
+  function M.attach_start(name, opts)
+    util.check_type(name, "string", "attach_start", 1)
+    opts = opts or {}
+    util.check_type(opts, "table", "attach_start", 2)
+    local st, h = R.attach_start(opt_string(opts.endpoint, "attach_start", 2), name)
+    if st ~= 0 then return fail(st) end
+    local _, fd = R.attach_fd(h)
+    return on_collect({ h = h, name = name, opts = opts, fd_ = fd }, Attach,
+                      function(op) op:cancel() end)
+  end
+
+  -- The fd to poll for readability (owned by the operation: never close it).
+  function Attach:fd() return self.fd_ end
+
+  -- The Attached once the share arrived (the operation is then over);
+  -- nil, msg, "RSHARE_E_AGAIN" while it has not; nil, msg, code on failure
+  -- (the operation is over, but for RSHARE_E_AGAIN).
+  function Attach:finish()
+    if self.h == nil then return nil, "rshare: attach operation already over", "RSHARE_E_STALE" end
+    local st, h, payload = R.attach_finish(self.h)
+    if st == R.AGAIN then return fail(st) end
+    self.h = nil
+    if st ~= 0 then return fail(st) end
+    return make_attached(self.name, h, payload, self.opts)
+  end
+
+  -- Block until op:finish() has an answer, up to ms milliseconds (nil: no
+  -- limit). A signal ends the wait (the interpreter's Ctrl-C handler then
+  -- interrupts the script). True when ready; nil, msg, "RSHARE_E_AGAIN"
+  -- when the time passed or a signal came (op stays pending).
+  function Attach:wait(ms)
+    if ms ~= nil then util.check_int(ms, "wait", 1, 0) end
+    if self.h == nil then return nil, "rshare: attach operation already over", "RSHARE_E_STALE" end
+    local st = R.attach_wait(self.h, ms or -1, R.WAIT_SIGNAL)
+    if st ~= 0 then return fail(st) end
+    return true
+  end
+
+  -- Give up: true; idempotent.
+  function Attach:cancel()
+    local h = self.h
+    if h == nil then return true end
+    self.h = nil
+    local st = R.attach_cancel(h)
+    if st ~= 0 and st ~= R.STALE then return fail(st) end
+    return true
+  end
+
+  function Attach:__tostring() return ("rshare.Attach(%s)"):format(self.name) end
+
   ----------------------------------------------------------------- the rest
   -- The shares a broker holds: a list of tables (name, owner_uid,
   -- owner_pid, persistent, payload_size, blobs (false when the payload is
@@ -335,6 +435,15 @@ function broker.extend(M)
   function M.shares(endpoint)
     opt_string(endpoint, "shares", 1)
     local st, json = R.broker_list(endpoint)
+    if st ~= 0 then return fail(st) end
+    return decode_list(json)
+  end
+
+  -- The attaches waiting at the broker for a name not yet published: a
+  -- list of tables (name, uid, pid, waited_ms). Since 1.2.
+  function M.waiting(endpoint)
+    opt_string(endpoint, "waiting", 1)
+    local st, json = R.broker_waiting(endpoint)
     if st ~= 0 then return fail(st) end
     return decode_list(json)
   end

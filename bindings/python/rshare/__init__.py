@@ -11,8 +11,9 @@ between processes.
 Objects: Device (rshare.open, Device.from_fd, rshare.recv), PD, Var and DM
 (Device.alloc_*/import_*), MR (PD.reg_mr/import_mr). Named shares:
 rshare.serve (a broker in this process), rshare.publish, rshare.attach,
-rshare.shares. Errors: rshare.Error and one subclass per C
-status. The compiled layer is rshare._rshare (SWIG over rshare.h).
+rshare.shares, rshare.waiting; rshare.aio: recv and attach on an asyncio
+loop. Errors: rshare.Error and one subclass per C status. The compiled
+layer is rshare._rshare (SWIG over rshare.h).
 """
 
 from typing import NamedTuple
@@ -21,13 +22,14 @@ from . import _rshare
 from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported,
                       StaleHandleError, Busy, BufferTooSmall, BlobError, BlobCorrupt,
                       BlobVersion, BlobKind, DeviceMismatch, NotFound, PermissionDenied,
-                      SystemCallError, ProtocolError, FdMismatch, error_class)
+                      SystemCallError, ProtocolError, WouldBlock, FdMismatch, error_class)
 from ._blob import inspect, to_text, from_text, kind
 from ._objects import PD, Var, MR, DM, Buffer, Access, MRAttrs
 from ._device import Caps, Device, DeviceInfo, devices
 from ._device import open as open  # public, but left out of __all__ (see below)
 from ._channel import send, recv, recv_fds, recv_objects
-from ._broker import Broker, Share, Attached, serve, publish, attach, shares, withdraw
+from ._broker import (Broker, Share, Attached, serve, publish, attach, shares, waiting,
+                      withdraw)
 
 #: The C library's version, "MAJOR.MINOR.PATCH".
 __version__: str = _rshare.version()
@@ -63,12 +65,12 @@ __all__ = [
     "__version__", "version_info", "VersionInfo", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
     "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "Buffer",
     "devices", "send", "recv", "recv_fds", "recv_objects",
-    "Broker", "Share", "Attached", "serve", "publish", "attach", "shares", "withdraw",
+    "Broker", "Share", "Attached", "serve", "publish", "attach", "shares", "waiting", "withdraw",
     "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
-    "SystemCallError", "ProtocolError", "FdMismatch",
+    "SystemCallError", "ProtocolError", "WouldBlock", "FdMismatch",
 ]
 
 # Show the public classes as rshare.X (tracebacks, reprs, pickles of errors).

@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+import warnings
+import weakref
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _rshare as _c
 from . import _blob
 from ._device import Device
-from ._errors import Error
+from ._errors import Error, StaleHandleError, _exit_cleanup
 from ._objects import PD, Var, MR, DM, Buffer
 
 __all__ = ["Broker", "Share", "Attached", "serve", "publish", "attach", "shares",
-           "withdraw", "default_endpoint"]
+           "waiting", "withdraw", "default_endpoint"]
 
 _Objects = Union[None, PD, Var, MR, DM, Buffer, Sequence[Any]]
+_O = TypeVar("_O")
 
 
 def default_endpoint() -> str:
@@ -40,23 +43,35 @@ def default_endpoint() -> str:
     return _c.broker_endpoint(None)
 
 
+def _path(endpoint: Optional[str]) -> str:
+    return default_endpoint() if endpoint is None else endpoint
+
+
+# What this process serves and publishes, so that running serve() or
+# publish() again (a notebook cell run twice) gets its own broker back or
+# replaces its own share, instead of Busy.
+_brokers: "weakref.WeakValueDictionary[str, Broker]" = weakref.WeakValueDictionary()
+_shares: "weakref.WeakValueDictionary[Tuple[str, str], Share]" = weakref.WeakValueDictionary()
+
+
 class Broker:
     """A broker embedded in this process (a thread); serve() makes one.
     ``stop()`` (or leaving the ``with`` block) withdraws every share it
     holds; attachers keep what they attached."""
 
-    __slots__ = ("_h", "endpoint")
+    __slots__ = ("_h", "endpoint", "__weakref__")
 
     def __init__(self, endpoint: Optional[str] = None) -> None:
         self._h: Optional[int] = _c.broker_start(endpoint)
         #: The socket path it listens on.
         self.endpoint: str = _c.broker_endpoint(self._h)
+        _brokers[_path(endpoint)] = self
 
     def stop(self) -> None:
         """Stop serving (idempotent)."""
-        h, self._h = self._h, None
-        if h is not None:
-            _c.broker_stop(h)
+        if self._h is not None:
+            _c.broker_stop(self._h)
+            self._h = None
 
     @property
     def running(self) -> bool:
@@ -65,11 +80,15 @@ class Broker:
     def __enter__(self) -> "Broker":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        _exit_cleanup(self.stop, exc)
 
     def __del__(self) -> None:
+        if self._h is None:
+            return
         try:
+            warnings.warn(f"unstopped {self!r}; stop() it or use it in a with block",
+                          ResourceWarning, source=self)
             self.stop()
         except Exception:  # interpreter shutdown, a forked child
             pass
@@ -80,7 +99,12 @@ class Broker:
 
 def serve(endpoint: Optional[str] = None) -> Broker:
     """Start a broker in this process: ``with rshare.serve() as broker:``.
-    Busy if a live broker already serves the endpoint."""
+    If this process already runs one on the endpoint (a notebook cell run
+    again), that broker is returned. Busy if another process's broker
+    serves the endpoint."""
+    running = _brokers.get(_path(endpoint))
+    if running is not None and running.running:
+        return running
     return Broker(endpoint)
 
 
@@ -97,7 +121,7 @@ class Share:
     (or, persistent, until withdrawn); ``withdraw()`` or leaving the
     ``with`` block withdraws it."""
 
-    __slots__ = ("_h", "name", "endpoint", "persistent", "payload")
+    __slots__ = ("_h", "name", "endpoint", "persistent", "payload", "__weakref__")
 
     def __init__(self, handle: int, name: str, endpoint: Optional[str], persistent: bool,
                  payload: bytes) -> None:
@@ -109,9 +133,9 @@ class Share:
 
     def withdraw(self) -> None:
         """Withdraw the share (idempotent; a share already gone is fine)."""
-        h, self._h = self._h, None
-        if h is not None:
-            _c.broker_withdraw(h)
+        if self._h is not None:
+            _c.broker_withdraw(self._h)  # a failure keeps the handle (e.g. OutOfMemory)
+            self._h = None
 
     @property
     def published(self) -> bool:
@@ -120,14 +144,17 @@ class Share:
     def __enter__(self) -> "Share":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.withdraw()
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        _exit_cleanup(self.withdraw, exc)
 
     def __del__(self) -> None:
-        # A default share goes with its handle. A persistent one outlives
-        # it: its connection is left to the process's exit.
-        if not self.persistent:
+        # A default share goes with its handle (a ResourceWarning says it
+        # was not withdrawn explicitly). A persistent one outlives it: its
+        # connection is left to the process's exit.
+        if not self.persistent and self._h is not None:
             try:
+                warnings.warn(f"unwithdrawn {self!r}; withdraw() it or use it in a with "
+                              "block", ResourceWarning, source=self)
                 self.withdraw()
             except Exception:
                 pass
@@ -146,7 +173,10 @@ def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *
     ``buf``: an object or a sequence, exported here; a buffer's memfd goes
     with it; ``blobs`` adds blobs already exported) under ``name``.
     Attach is allowed to this uid, root, ``allow_uids`` and members of
-    ``allow_gids``. Busy if the name is taken."""
+    ``allow_gids``. If this process published ``name`` on the endpoint
+    before and still holds that share (a notebook cell run again), the old
+    share is withdrawn and replaced. Busy if another process holds the
+    name."""
     if not isinstance(dev, Device):
         raise TypeError(f"publish() expects a Device, not {type(dev).__name__}")
     bufs = _as_list(buf)
@@ -154,9 +184,15 @@ def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *
              _as_list(pd) + _as_list(var) + _as_list(mr) + _as_list(dm) + bufs]
     parts += [bytes(b) for b in blobs]
     payload = b"".join(parts)
+    key = (_path(endpoint), name)
+    earlier = _shares.get(key)
+    if earlier is not None:
+        earlier.withdraw()
     handle = _c.broker_publish(endpoint, name, dev, payload, bool(persistent),
                                tuple(allow_uids), tuple(allow_gids), [b.fd for b in bufs])
-    return Share(handle, name, endpoint, bool(persistent), payload)
+    share = Share(handle, name, endpoint, bool(persistent), payload)
+    _shares[key] = share
+    return share
 
 
 def split_blobs(payload: bytes) -> Optional[List[bytes]]:
@@ -170,8 +206,10 @@ class Attached:
     its ``blobs`` (None when the payload is not blobs) and, imported on
     ``device``, the objects: ``pds``, ``vars``, ``dms``, ``mrs``, ``bufs`` (each
     imported into the attached PD it is registered on, when the share
-    carries that PD) and ``pd`` / ``var`` (the first of each, or None). ``close()`` (or leaving the ``with`` block)
-    unimports them and closes the device."""
+    carries that PD) and ``pd`` / ``var`` (the first of each; LookupError when
+    the share carries none, so that ``share.pd.handle`` is typed ``int``).
+    ``close()`` (or leaving the ``with`` block) unimports them and closes
+    the device."""
 
     def __init__(self, name: str, device: Device, payload: bytes, import_objects: bool,
                  fds: Sequence[int] = ()) -> None:
@@ -197,12 +235,18 @@ class Attached:
             self.bufs = objects.get("buf", [])
 
     @property
-    def pd(self) -> Optional[PD]:
-        return self.pds[0] if self.pds else None
+    def pd(self) -> PD:
+        """The first PD of the share (LookupError if it carries none)."""
+        if not self.pds:
+            raise LookupError(f"share {self.name!r} carries no PD")
+        return self.pds[0]
 
     @property
-    def var(self) -> Optional[Var]:
-        return self.vars[0] if self.vars else None
+    def var(self) -> Var:
+        """The first VAR of the share (LookupError if it carries none)."""
+        if not self.vars:
+            raise LookupError(f"share {self.name!r} carries no VAR")
+        return self.vars[0]
 
     @property
     def buf(self) -> Optional[Buffer]:
@@ -210,21 +254,30 @@ class Attached:
 
     def close(self) -> None:
         """Unimport the objects, then close the device (idempotent)."""
-        objs: List[Any] = [*self.bufs, *self.mrs, *self.dms, *self.vars, *self.pds]
-        for obj in objs:
+        busy: List[Any] = []
+        for obj in [*self.bufs, *self.mrs, *self.dms, *self.vars, *self.pds]:
             try:
                 obj.unimport()
+            except StaleHandleError:
+                pass  # already unimported
             except Error:
-                pass  # already unimported, or freed by its owner
-        self.pds, self.vars, self.dms, self.mrs, self.bufs = [], [], [], [], []
+                busy.append(obj)  # e.g. an MR of the user's on an attached PD
+
+        def still(objs: List[_O]) -> List[_O]:
+            return [o for o in objs if any(o is b for b in busy)]
+
+        # What could not be released stays listed, for a later close().
+        self.pds, self.vars, self.dms, self.mrs, self.bufs = (
+            still(self.pds), still(self.vars), still(self.dms), still(self.mrs),
+            still(self.bufs))
         if not self.device.closed:
             self.device.close()
 
     def __enter__(self) -> "Attached":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        _exit_cleanup(self.close, exc)
 
     def __repr__(self) -> str:
         return (f"<rshare.Attached {self.name!r} {len(self.pds)} PD(s) "
@@ -250,6 +303,13 @@ def shares(endpoint: Optional[str] = None) -> List[Dict[str, Any]]:
     """What the broker holds: a list of {name, owner_uid, owner_pid,
     persistent, payload_size, blobs, attaches, created}."""
     result: List[Dict[str, Any]] = json.loads(_c.broker_list(endpoint))
+    return result
+
+
+def waiting(endpoint: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The attaches waiting at the broker for a name not yet published: a
+    list of {name, uid, pid, waited_ms} (since 1.2)."""
+    result: List[Dict[str, Any]] = json.loads(_c.broker_waiting(endpoint))
     return result
 
 

@@ -10,7 +10,8 @@ the message.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, Type
+import warnings
+from typing import Callable, Dict, List, Optional, Tuple, Type
 
 from . import _rshare as _c
 
@@ -18,7 +19,7 @@ __all__ = [
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
-    "SystemCallError", "ProtocolError", "FdMismatch", "error_class",
+    "SystemCallError", "ProtocolError", "WouldBlock", "FdMismatch", "error_class",
 ]
 
 
@@ -119,6 +120,11 @@ class ProtocolError(Error):
     """RSHARE_E_PROTOCOL: a channel message that rshare did not send."""
 
 
+class WouldBlock(Error, BlockingIOError):
+    """RSHARE_E_AGAIN: nothing to receive yet on a non-blocking socket (nothing
+    was consumed); wait for readability and call again (since 1.2). The
+    Python calls that can meet it (rshare.recv with timeout 0, rshare.aio)
+    handle it themselves."""
 class FdMismatch(Error):
     """RSHARE_E_FD_MISMATCH: the fd given with a buffer's blob is not that
     buffer's memory (a regular file, another memfd, another size)."""
@@ -142,6 +148,7 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "RSHARE_E_PERM": PermissionDenied,
     "RSHARE_E_IO": SystemCallError,
     "RSHARE_E_PROTOCOL": ProtocolError,
+    "RSHARE_E_AGAIN": WouldBlock,
     "RSHARE_E_FD_MISMATCH": FdMismatch,
 }
 
@@ -175,3 +182,20 @@ def error_class(code: int) -> Type[Error]:
 
 
 _bind_to_c()
+
+
+def _exit_cleanup(cleanup: Callable[[], None], exc: Optional[BaseException]) -> None:
+    """Run a with block's cleanup. With the user's exception in flight, a
+    cleanup failure must not replace it: it is added to it as a note (shown
+    with its traceback; a RuntimeWarning before Python 3.11)."""
+    try:
+        cleanup()
+    except Exception as failure:
+        if exc is None:
+            raise
+        note = (f"rshare: leaving the with block, the cleanup failed: "
+                f"{type(failure).__name__}: {failure}")
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:
+            warnings.warn(note, RuntimeWarning, stacklevel=3)

@@ -24,7 +24,7 @@ import mmap
 from typing import TYPE_CHECKING, Any, Dict, NamedTuple, NoReturn, Optional, SupportsIndex, Tuple, Union
 
 from . import _rshare as _c
-from ._errors import Error, InvalidArgument
+from ._errors import Error, InvalidArgument, _exit_cleanup
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -347,12 +347,11 @@ class MR(_Shared):
         super().unimport()
         self._buffer = None
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self.live:
-            if self.imported:
-                self.unimport()
-            else:
-                self.free()
+            exc = exc_info[1] if len(exc_info) > 1 else None
+            _exit_cleanup(self.unimport if self.imported else self.free,
+                          exc if isinstance(exc, BaseException) else None)
 
 
 class DM(_Memory):

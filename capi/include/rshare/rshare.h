@@ -83,6 +83,7 @@ enum rshare_status {
 	RSHARE_E_PERM = -13,            /**< permission denied */
 	RSHARE_E_IO = -14,              /**< system call failed; see rshare_last_errno() */
 	RSHARE_E_PROTOCOL = -15,        /**< malformed channel message */
+	RSHARE_E_AGAIN = -16,           /**< would block: nothing consumed, retry when the fd is readable (since 1.2) */
 	RSHARE_E_FD_MISMATCH = -19      /**< the fd is not the memory the blob describes (since 1.2) */
 };
 
@@ -872,11 +873,19 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * is refused and left queued; an rshare message with the wrong number of fds
  * (since 1.2: also one with extra fds, which rshare_channel_recvv() takes)
  * is refused and dropped. A fd that is not a device context is closed and
- * refused. Blocks until a message comes.
+ * refused. Blocks until a message comes, unless sock is non-blocking
+ * (O_NONBLOCK): then, while no message (or only part of its 16-byte
+ * header) is queued, it returns RSHARE_E_AGAIN (rshare_last_errno()
+ * EAGAIN; since 1.2, before which it was RSHARE_E_IO with EAGAIN) and
+ * consumes nothing: poll sock for readability and call again (an event
+ * loop's reader callback). Once a message's header is queued, its sender
+ * is in the middle of it: the call reads it whole, waiting up to 5 s for
+ * each further piece of a stream message (64 KiB need not fit the socket
+ * buffer), and fails with RSHARE_E_IO "message cut short" after that.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
  * (not an rshare message, or no fd); RSHARE_E_NODEV (failure messages say
- * "the device fd received"); RSHARE_E_NOMEM; RSHARE_E_IO (including a peer
- * that closed the socket, and EMFILE).
+ * "the device fd received"); RSHARE_E_NOMEM; RSHARE_E_AGAIN; RSHARE_E_IO
+ * (including a peer that closed the socket, and EMFILE).
  */
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);
@@ -1067,7 +1076,10 @@ RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *nam
  * When the name is not published, wait for it up to timeout_ms
  * milliseconds (0: do not wait; negative: wait without limit). A payload
  * larger than cap (or payload NULL) gives RSHARE_E_NOSPACE with *len set;
- * nothing is attached then.
+ * nothing is attached then. Signals do not end the wait (a handler that
+ * runs is waited through); for a wait that a signal can end, use
+ * rshare_broker_attach_start(), rshare_attach_wait() with
+ * RSHARE_WAIT_SIGNAL and rshare_attach_finish() (since 1.2).
  * Returns RSHARE_OK; RSHARE_E_INVAL (a NULL argument or invalid name);
  * RSHARE_E_NOT_FOUND (no such share, within the timeout); RSHARE_E_PERM
  * (the share's policy refuses this process's uid and groups);
@@ -1101,6 +1113,116 @@ RSHARE_API int rshare_broker_attachv(const char *endpoint, const char *name, int
  * RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
  */
 RSHARE_API int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* Attach from an event loop: a pollable, cancellable attach (since 1.2) */
+/* ------------------------------------------------------------------ */
+
+/*
+ * rshare_broker_attach() blocks its thread. An event loop (poll, epoll,
+ * libuv, asyncio, luv) drives an attach operation instead:
+ *
+ *     rshare_attach *op;
+ *     rshare_broker_attach_start(NULL, "team/exp1", &op);  // sends the request
+ *     rshare_attach_fd(op, &fd);                            // poll fd for POLLIN
+ *     ... when fd is readable:
+ *     st = rshare_attach_finish(op, &dev, buf, sizeof buf, &len);
+ *     // RSHARE_E_AGAIN: not yet, keep polling; anything else: op is over
+ *     ... or, to give up: rshare_attach_cancel(op);
+ *
+ * Each operation has its own connection to the broker, on which the broker
+ * keeps one waiting request for the name (no time limit: the caller's loop
+ * keeps time). Cancelling closes that connection: the broker drops the
+ * waiting request as it sees the connection end (before it serves any
+ * request that reaches it later, rshare_broker_waiting() included), and the
+ * process keeps no fd of it. A share that arrived but was not finished is
+ * released with the operation (its device fd closed).
+ *
+ * An operation is a handle like the others (generation-checked; a finished
+ * or cancelled one gives RSHARE_E_STALE). Calls on one operation are
+ * thread-safe; a loop normally drives each from one thread.
+ */
+
+/** A pending attach (rshare_broker_attach_start()). Opaque. Since 1.2. */
+typedef struct rshare_attach rshare_attach;
+
+/** rshare_attach_wait() flags (since 1.2). */
+enum rshare_wait_flags {
+	RSHARE_WAIT_SIGNAL = 1 /**< a signal handler that ran ends the wait (RSHARE_E_AGAIN, EINTR) */
+};
+
+/**
+ * Start attaching to the share called name at the broker on endpoint (NULL:
+ * the default): connect, send the request and return at once; the
+ * operation *op waits for the name without a time limit until
+ * rshare_attach_finish() completes it or rshare_attach_cancel() ends it.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (op NULL, name NULL or invalid, a bad
+ * endpoint); RSHARE_E_NOMEM; RSHARE_E_IO (no broker: rshare_last_errno()
+ * ENOENT or ECONNREFUSED). Since 1.2.
+ */
+RSHARE_API int rshare_broker_attach_start(const char *endpoint, const char *name,
+					  rshare_attach **op);
+
+/**
+ * The fd to poll for readability (POLLIN, EPOLLIN, a loop's reader) while
+ * op is pending: readable when the broker answered (or closed the
+ * connection). Borrowed: owned by op, valid until op is finished or
+ * cancelled; never read from, close or keep it.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (fd NULL); RSHARE_E_STALE. Since 1.2.
+ */
+RSHARE_API int rshare_attach_fd(const rshare_attach *op, int *fd);
+
+/**
+ * Block until op's fd is readable (then call rshare_attach_finish()), for
+ * up to timeout_ms milliseconds (negative: no limit). With flags
+ * RSHARE_WAIT_SIGNAL a signal whose handler ran (installed without
+ * SA_RESTART or with it: either way) ends the wait with RSHARE_E_AGAIN and
+ * rshare_last_errno() EINTR, so a program can stop waiting on Ctrl-C
+ * (rshare_broker_attach() itself waits through signals); with flags 0
+ * signals are waited through. op stays pending either way.
+ * Returns RSHARE_OK (readable); RSHARE_E_AGAIN (the timeout passed:
+ * ETIMEDOUT; a signal: EINTR); RSHARE_E_INVAL (unknown flags);
+ * RSHARE_E_STALE; RSHARE_E_IO. Since 1.2.
+ */
+RSHARE_API int rshare_attach_wait(rshare_attach *op, int timeout_ms, uint32_t flags);
+
+/**
+ * Complete op if the broker has answered: as rshare_broker_attach(), a
+ * new device handle *dev and the payload copied to payload (cap bytes),
+ * *len set. Never blocks. While the share has not arrived it returns
+ * RSHARE_E_AGAIN and op stays pending. A payload larger than cap (or
+ * payload NULL with a non-empty payload) gives RSHARE_E_NOSPACE with *len
+ * set and op keeps the share: call again with a larger buffer. With
+ * RSHARE_E_AGAIN, RSHARE_E_NOSPACE, RSHARE_E_INVAL and RSHARE_E_STALE op is
+ * untouched; with any other status (success included) op is over: its
+ * connection is closed and the handle is stale.
+ * Returns RSHARE_OK; RSHARE_E_AGAIN; RSHARE_E_INVAL (dev or len NULL);
+ * RSHARE_E_STALE; RSHARE_E_NOSPACE; RSHARE_E_PERM (the share's policy
+ * refuses this process); RSHARE_E_NODEV; RSHARE_E_NOMEM;
+ * RSHARE_E_PROTOCOL; RSHARE_E_IO (the broker stopped or died). Since 1.2.
+ */
+RSHARE_API int rshare_attach_finish(rshare_attach *op, rshare_device **dev, void *payload,
+				    size_t cap, size_t *len);
+
+/**
+ * End a pending op without attaching: its connection is closed (the broker
+ * drops the waiting request), a share that arrived unfinished is released,
+ * and the handle becomes stale. Never blocks.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (already finished or
+ * cancelled). Since 1.2.
+ */
+RSHARE_API int rshare_attach_cancel(rshare_attach *op);
+
+/**
+ * The attach requests waiting at the broker on endpoint for a name not yet
+ * published, as a JSON array sorted by name, with the (buf, cap, len)
+ * convention: each entry has "name", "uid", "pid" (the waiting process's)
+ * and "waited_ms". A request whose process cancelled it or exited is not
+ * listed. Shown to any client, as rshare_broker_list() is.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_NOMEM;
+ * RSHARE_E_PROTOCOL (also: a broker older than 1.2); RSHARE_E_IO. Since 1.2.
+ */
+RSHARE_API int rshare_broker_waiting(const char *endpoint, char *buf, size_t cap, size_t *len);
 
 #ifdef __cplusplus
 }

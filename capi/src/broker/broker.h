@@ -29,6 +29,7 @@ void rsb_client_forget(const char *path);
 struct rsb_listener {
 	int fd;
 	int lock_fd;         /* flock held while the broker lives; -1 if none */
+	char lock[RSB_PATH_MAX + 32]; /* the lock file's path, removed on a clean stop */
 	bool owns_path;      /* false under systemd socket activation */
 	dev_t dev;           /* identity of the socket file bound, to remove */
 	ino_t ino;           /*   it only if it is still ours */

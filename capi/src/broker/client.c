@@ -3,7 +3,9 @@
  * The client side of the broker: one short connection per call, except a
  * publish, whose connection is the share's lifetime (the broker withdraws a
  * non-persistent share when it closes). Replies are parsed as untrusted:
- * exact lengths, known types, at most the fds expected (others closed).
+ * exact lengths, known types, at most the fds expected (others closed off
+ * this thread, as are the connections: closer.c), and only a character
+ * device or a sealed memfd taken for a device.
  */
 #include <errno.h>
 #include <limits.h>
@@ -80,8 +82,10 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait up to timeout_ms (negative: forever) for sock to be readable. */
-static int wait_readable(int sock, int64_t timeout_ms)
+/* Wait up to timeout_ms (negative: forever) for sock to be readable: 1
+ * when it is, 0 when the time passed, -1 with errno on failure (EINTR, a
+ * signal, only with intr; else signals are waited through). */
+static int poll_readable(int sock, int64_t timeout_ms, bool intr)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
 
@@ -94,12 +98,24 @@ static int wait_readable(int sock, int64_t timeout_ms)
 			left = 0;
 		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (r > 0)
-			return RSHARE_OK;
+			return 1;
 		if (r == 0 && deadline >= 0 && mono_ms() >= deadline)
-			return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
-		if (r < 0 && errno != EINTR)
-			return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
+			return 0;
+		if (r < 0 && (errno != EINTR || intr))
+			return -1;
 	}
+}
+
+/* Wait up to timeout_ms (negative: forever) for the broker's answer. */
+static int wait_readable(int sock, int64_t timeout_ms)
+{
+	int r = poll_readable(sock, timeout_ms, false);
+
+	if (r > 0)
+		return RSHARE_OK;
+	if (r == 0)
+		return rs_fail(RSHARE_E_IO, ETIMEDOUT, "the broker did not answer");
+	return rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
 }
 
 /* Receive one reply to a request of type want into rx (RX_MAX bytes). */
@@ -108,12 +124,12 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 {
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+		char buf[CMSG_SPACE(RS_SCM_MAX_FD * sizeof(int))];
 	} ctl;
 	struct iovec iov = { rx, RX_MAX };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
-	int fds[MAX_FDS], nfds, status;
+	int fds[RS_SCM_MAX_FD], nfds, status;
 	ssize_t r;
 
 	rep->fd = -1;
@@ -127,7 +143,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (r < 0)
 		return rs_fail(RSHARE_E_IO, errno,
 			       "the broker closed the connection (it stopped or died)");
-	nfds = rs_cmsg_take_fds(&m, fds, MAX_FDS);
+	nfds = rs_cmsg_take_fds(&m, fds, RS_SCM_MAX_FD);
 	if (r == 0) /* end of stream, or an empty record (with fds, closed below) */
 		status = rs_fail(RSHARE_E_IO, ECONNRESET,
 				 "the broker closed the connection (it stopped or died)");
@@ -151,8 +167,7 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < 1)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
 	if (status) {
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
 	}
 	rep->body = rx + RSB_HDR;
@@ -182,11 +197,40 @@ static int request(int sock, const uint8_t *msg, size_t len, uint8_t want,
 	return after_send(sock, send_request(sock, msg, len, -1), want, timeout_ms, rx, rep);
 }
 
-/* A failure reply: its status, with the broker's message. */
-static int reply_failure(const struct reply *rep)
+/* May a broker answer a request of type want with status st? What it
+ * sends (server.c, docs/broker.md): anything else reaching the caller
+ * would be a status the call does not document. NOSPACE is an attach's
+ * only, with its length, and handled there. */
+static bool documented(uint8_t want, int32_t st)
+{
+	switch (st) {
+	case RSHARE_E_INVAL:
+	case RSHARE_E_BUSY:
+	case RSHARE_E_NOMEM:
+	case RSHARE_E_PROTOCOL:
+		return true;
+	case RSHARE_E_NODEV:
+	case RSHARE_E_FD_MISMATCH: /* an extra fd that is no sealed memfd (1.2) */
+		return want == RSB_PUBLISH;
+	case RSHARE_E_NOT_FOUND:
+	case RSHARE_E_PERM:
+		return want == RSB_ATTACH || want == RSB_WITHDRAW;
+	default:
+		return false;
+	}
+}
+
+/* A failure reply to a request of type want: its status, with the
+ * broker's message; PROTOCOL for a status the broker never sends. */
+static int reply_failure(const struct reply *rep, uint8_t want)
 {
 	size_t n = rep->h.len < RSB_TEXT_MAX ? rep->h.len : RSB_TEXT_MAX;
 	char text[RSB_TEXT_MAX + 1];
+
+	if (!documented(want, rep->h.status))
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d (%s), which it "
+			       "never sends to this request", rep->h.status,
+			       rshare_status_name(rep->h.status));
 
 	for (size_t i = 0; i < n; i++) /* print only plain text */
 		text[i] = rep->body[i] >= 32 && rep->body[i] < 127 ? (char)rep->body[i] : '?';
@@ -204,7 +248,7 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
 		return status;
 	status = request(s, req, len, want, timeout_ms, rx, rep);
 	if (status || !sock)
-		close(s);
+		rs_close_socket_untrusted(s);
 	else
 		*sock = s;
 	return status;
@@ -214,23 +258,42 @@ static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_
  * Attach is the call programs repeat (the bindings wait in slices of it),
  * so its connection is kept for the next one: no socket, connect, accept
  * and credential lookup per attach, the broker's one hop is the request.
- * One per process. It is never reused by another process (after a fork:
- * the child forgets its copy), under other credentials (the broker judged
- * those when it accepted the connection), for another endpoint, or once the
- * broker closed it or wrote to it unasked (its idle timeout). */
+ * One per process. It is never reused by another process, under other
+ * credentials (the broker judged those when it accepted the connection),
+ * for another endpoint, or once the broker closed it or wrote to it unasked
+ * (its idle timeout). A forked child closes its copy at once, in the fork
+ * itself: a pre-fork worker that drops to another uid without exec must not
+ * find, among its fds, a connection the broker takes for its parent's
+ * (issue 18, item 8); a process that changes its uids or gids drops it at
+ * its next attach. */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 static struct {
 	int fd;
 	pid_t pid;
-	uid_t euid;
-	gid_t egid;
+	uid_t uid, euid;
+	gid_t gid, egid;
 	char path[RSB_PATH_MAX];
 } kept = { .fd = -1 };
 
 static void kept_prepare(void) { pthread_mutex_lock(&kept_lock); }
 static void kept_release(void) { pthread_mutex_unlock(&kept_lock); }
-static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_release); }
+static void kept_child(void)
+{
+	if (kept.fd >= 0)
+		close(kept.fd); /* our copy only: the parent's connection lives on */
+	kept.fd = -1;
+	pthread_mutex_unlock(&kept_lock);
+}
+static void kept_init(void) { pthread_atfork(kept_prepare, kept_release, kept_child); }
+
+/* Is the kept connection this process's, under the credentials it was
+ * made with? */
+static bool kept_mine(void)
+{
+	return kept.pid == getpid() && kept.uid == getuid() && kept.euid == geteuid() &&
+	       kept.gid == getgid() && kept.egid == getegid();
+}
 
 /* The kept connection to path, if usable (it is then no longer kept), or -1. */
 static int kept_take(const char *path)
@@ -242,11 +305,10 @@ static int kept_take(const char *path)
 	if (kept.fd >= 0) {
 		struct pollfd p = { .fd = kept.fd, .events = POLLIN };
 
-		if (kept.pid == getpid() && kept.euid == geteuid() && kept.egid == getegid() &&
-		    strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
+		if (kept_mine() && strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
 			fd = kept.fd;
 		else
-			close(kept.fd); /* in a forked child, only its own copy */
+			rs_close_socket_untrusted(kept.fd); /* in a forked child, only its own copy */
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
@@ -256,25 +318,28 @@ static int kept_take(const char *path)
 /* Keep fd (a connection to path that just completed a request). */
 static void kept_put(int fd, const char *path)
 {
+	pthread_once(&kept_once, kept_init);
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd < 0) {
 		kept.fd = fd;
 		kept.pid = getpid();
+		kept.uid = getuid();
 		kept.euid = geteuid();
+		kept.gid = getgid();
 		kept.egid = getegid();
 		memcpy(kept.path, path, strlen(path) + 1);
 		fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
 	if (fd >= 0)
-		close(fd);
+		rs_close_socket_untrusted(fd);
 }
 
 void rsb_client_forget(const char *path)
 {
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd >= 0 && kept.pid == getpid() && strcmp(kept.path, path) == 0) {
-		close(kept.fd);
+		rs_close_socket_untrusted(kept.fd);
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
@@ -296,14 +361,14 @@ static int transact_kept(const char *endpoint, const uint8_t *req, size_t len, u
 			break;
 		status = request(s, req, len, want, timeout_ms, rx, rep);
 		if (!status && rep->h.type == RSB_REPLY) {
-			close(s); /* refused: the broker closed it */
+			rs_close_socket_untrusted(s); /* refused: the broker closed it */
 			break;
 		}
 		if (!status) {
 			kept_put(s, path);
 			break;
 		}
-		close(s);
+		rs_close_socket_untrusted(s);
 		/* A kept connection the broker closed meanwhile: once more on a
 		 * new one. */
 		if (!(reused && status == RSHARE_E_IO &&
@@ -407,11 +472,11 @@ static int publish(const char *endpoint, const char *name, const rshare_device *
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
-			status = reply_failure(&rep);
+			status = reply_failure(&rep, RSB_PUBLISH);
 		if (!status)
 			status = rs_slot_reserve(&slot);
 		if (status) {
-			close(s);
+			rs_close_socket_untrusted(s);
 			goto out;
 		}
 		sc->fd = s;
@@ -468,7 +533,7 @@ int rshare_broker_withdraw(rshare_share *share)
 	    RSHARE_OK)
 		recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
 	free(buf);
-	close(sc->fd);
+	rs_close_socket_untrusted(sc->fd);
 	free(sc);
 	rs_retire_commit(slot);
 	return RSHARE_OK;
@@ -488,7 +553,7 @@ int rshare_broker_withdraw_name(const char *endpoint, const char *name)
 	status = transact(endpoint, buf, rsb_encode_withdraw(buf, name, 0), RSB_WITHDRAW,
 			  REPLY_MS, buf, &rep, NULL);
 	if (!status && rep.h.status)
-		status = reply_failure(&rep);
+		status = reply_failure(&rep, RSB_WITHDRAW);
 	free(buf);
 	RS_RETURN(status);
 }
@@ -499,6 +564,65 @@ struct attach_fds {
 	int *fds;
 	size_t cap, *n;
 };
+
+/* Let go of what an attach reply carried (the device fd, extra fds). */
+static void drop_reply_fds(struct reply *rep)
+{
+	rs_close_untrusted(rep->fd);
+	rep->fd = -1;
+	for (int i = 0; i < rep->nextra; i++)
+		rs_close_untrusted(rep->extra[i]);
+	rep->nextra = 0;
+}
+
+/* What an attach reply means for the caller: the share (the device fd
+ * adopted into *dev, taken whatever happens, and its extra fds into x) or
+ * the broker's refusal. */
+static int attach_result(struct reply *rep, uint32_t wire_cap, rshare_device **dev,
+			 const struct attach_fds *x, void *payload, size_t cap, size_t *len)
+{
+	int status;
+
+	if (!rep->h.status && rep->nextra && (!x || !x->fds || x->cap < (size_t)rep->nextra)) {
+		int n = rep->nextra;
+
+		drop_reply_fds(rep); /* nothing attached: the share stays for a retry */
+		if (!x)
+			return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %d extra fds unasked", n);
+		*x->n = (size_t)n;
+		return rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu fds, the share has %d "
+			       "(nothing attached)", x->fds ? x->cap : 0, n);
+	}
+	if (rep->h.status == RSHARE_E_NOSPACE && rep->h.len == 4 &&
+	    rs_get32(rep->body) > wire_cap && rs_get32(rep->body) <= RSHARE_PAYLOAD_MAX) {
+		*len = rs_get32(rep->body);
+		return rs_fail(RSHARE_E_NOSPACE, 0,
+			       "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
+			       payload ? cap : 0, *len);
+	}
+	if (rep->h.status)
+		return reply_failure(rep, RSB_ATTACH); /* NOSPACE without its length too */
+	if (rep->h.len > wire_cap) {
+		drop_reply_fds(rep);
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
+			       rep->h.len, wire_cap);
+	}
+	status = rs_device_adopt_received(rep->fd, (void **)dev); /* takes the fd */
+	rep->fd = -1;
+	if (status) {
+		drop_reply_fds(rep);
+		return status;
+	}
+	for (int i = 0; i < rep->nextra; i++)
+		x->fds[i] = rep->extra[i]; /* the caller's now */
+	if (x)
+		*x->n = (size_t)rep->nextra;
+	rep->nextra = 0;
+	if (rep->h.len)
+		memcpy(payload, rep->body, rep->h.len);
+	*len = rep->h.len;
+	return RSHARE_OK;
+}
 
 static int attach(const char *endpoint, const char *name, int timeout_ms, rshare_device **dev,
 		  const struct attach_fds *x, void *payload, size_t cap, size_t *len)
@@ -522,54 +646,8 @@ static int attach(const char *endpoint, const char *name, int timeout_ms, rshare
 			      wire_cap, x ? RSB_FLAG_FDS : 0);
 	status = transact_kept(endpoint, buf, n, RSB_ATTACH,
 			       timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf, &rep);
-	if (status)
-		goto out;
-	if (!rep.h.status && rep.nextra && (!x || !x->fds || x->cap < (size_t)rep.nextra)) {
-		/* Nothing is attached: the share stays for a retry. */
-		rs_close_quietly(rep.fd);
-		for (int i = 0; i < rep.nextra; i++)
-			rs_close_quietly(rep.extra[i]);
-		if (!x) {
-			status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %d extra fds unasked",
-					 rep.nextra);
-		} else {
-			*x->n = (size_t)rep.nextra;
-			status = rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu fds, the share has %d "
-					 "(nothing attached)", x->fds ? x->cap : 0, rep.nextra);
-		}
-		goto out;
-	}
-	if (rep.h.status == RSHARE_E_NOSPACE && rep.h.len == 4 &&
-	    rs_get32(rep.body) > wire_cap && rs_get32(rep.body) <= RSHARE_PAYLOAD_MAX) {
-		*len = rs_get32(rep.body);
-		status = rs_fail(RSHARE_E_NOSPACE, 0,
-				 "payload buffer of %zu bytes too small, %zu needed (nothing attached)",
-				 payload ? cap : 0, *len);
-	} else if (rep.h.status) {
-		status = reply_failure(&rep);
-	} else if (rep.h.len > wire_cap) {
-		rs_close_quietly(rep.fd);
-		for (int i = 0; i < rep.nextra; i++)
-			rs_close_quietly(rep.extra[i]);
-		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
-				 rep.h.len, wire_cap);
-	} else {
-		status = rs_device_adopt(rep.fd, -1, (void **)dev); /* takes the fd */
-		for (int i = 0; i < rep.nextra; i++) {
-			if (status)
-				rs_close_quietly(rep.extra[i]);
-			else
-				x->fds[i] = rep.extra[i];
-		}
-		if (!status) {
-			if (rep.h.len)
-				memcpy(payload, rep.body, rep.h.len);
-			*len = rep.h.len;
-			if (x)
-				*x->n = (size_t)rep.nextra;
-		}
-	}
-out:
+	if (!status)
+		status = attach_result(&rep, wire_cap, dev, x, payload, cap, len);
 	free(buf);
 	return status;
 }
@@ -589,7 +667,11 @@ int rshare_broker_attachv(const char *endpoint, const char *name, int timeout_ms
 	RS_RETURN(attach(endpoint, name, timeout_ms, dev, &x, payload, cap, len));
 }
 
-int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
+/* A request of type (RSB_LIST, RSB_WAITING) answered by a JSON text,
+ * possibly in several messages, copied out with the (buf, cap, len)
+ * convention. */
+static int json_request(const char *endpoint, uint8_t type, char *buf, size_t cap,
+			size_t *len)
 {
 	struct reply rep;
 	uint8_t *rx, *json = NULL;
@@ -597,16 +679,25 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 	int s = -1, status;
 
 	if (!len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "len is NULL"));
+		return rs_fail(RSHARE_E_INVAL, 0, "len is NULL");
 	rx = malloc(RX_MAX);
 	if (!rx)
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
-	status = transact(endpoint, rx, rsb_encode_list(rx), RSB_LIST, REPLY_MS, rx, &rep, &s);
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory");
+	status = transact(endpoint, rx, rsb_encode_bare(rx, type), type, REPLY_MS, rx, &rep, &s);
 	while (!status) {
 		uint8_t *bigger;
 
 		if (rep.h.status) {
-			status = reply_failure(&rep);
+			status = reply_failure(&rep, type);
+			break;
+		}
+		/* Every chunk but the last is at least half full (the broker
+		 * fills them with whole entries): a broker sending endless
+		 * small or empty ones is cut short. */
+		if ((rep.h.flags & RSB_FLAG_MORE) && rep.h.len < RSB_CHUNK / 2) {
+			status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker list chunk of %u bytes with "
+					 "more to follow (at least %d expected)", rep.h.len,
+					 RSB_CHUNK / 2);
 			break;
 		}
 		if (n + rep.h.len > LIST_MAX || !(bigger = realloc(json, n + rep.h.len + 1))) {
@@ -619,10 +710,10 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		n += rep.h.len;
 		if (!(rep.h.flags & RSB_FLAG_MORE))
 			break;
-		status = recv_reply(s, RSB_LIST, REPLY_MS, rx, &rep);
+		status = recv_reply(s, type, REPLY_MS, rx, &rep);
 	}
 	if (s >= 0)
-		close(s);
+		rs_close_socket_untrusted(s);
 	if (!status && n == 0)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "empty broker list reply");
 	if (!status) {
@@ -636,5 +727,191 @@ int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
 		status = rs_copy_str((const char *)json, n, buf, cap, len);
 	free(json);
 	free(rx);
+	return status;
+}
+
+int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len)
+{
+	RS_RETURN(json_request(endpoint, RSB_LIST, buf, cap, len));
+}
+
+int rshare_broker_waiting(const char *endpoint, char *buf, size_t cap, size_t *len)
+{
+	RS_RETURN(json_request(endpoint, RSB_WAITING, buf, cap, len));
+}
+
+/* ---- attach from an event loop (since 1.2) ---------------------------------
+ * An operation owns one connection on which the broker keeps the request
+ * waiting (no time limit, the largest payload, so the reply needs no
+ * second round trip whatever the caller's buffer). Its reply is read once,
+ * kept in rx until finished (a buffer too small keeps it), and released
+ * with the operation. The lock serialises calls on one operation; ending
+ * it (finish or cancel) retires the handle, which waits for calls in it. */
+struct attach_op {
+	pthread_mutex_t lock;
+	int fd;
+	bool answered;   /* rep holds the broker's reply */
+	bool over;       /* finished: only the retirement is left */
+	struct reply rep;
+	uint8_t *rx;
+};
+
+static void attach_op_free(struct attach_op *op)
+{
+	if (op->rep.fd >= 0)
+		rs_close_untrusted(op->rep.fd);
+	rs_close_socket_untrusted(op->fd);
+	pthread_mutex_destroy(&op->lock);
+	free(op->rx);
+	free(op);
+}
+
+int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_attach **out)
+{
+	struct attach_op *op;
+	struct rs_slot *slot;
+	int status;
+
+	if (!out)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "op is NULL"));
+	status = check_name(name);
+	if (status)
+		RS_RETURN(status);
+	op = calloc(1, sizeof(*op));
+	if (!op || !(op->rx = malloc(RX_MAX))) {
+		free(op);
+		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate an attach operation"));
+	}
+	pthread_mutex_init(&op->lock, NULL);
+	op->rep.fd = -1;
+	status = rsb_connect(endpoint, &op->fd);
+	if (status) {
+		op->fd = -1;
+		pthread_mutex_destroy(&op->lock);
+		free(op->rx);
+		free(op);
+		RS_RETURN(status);
+	}
+	status = send_request(op->fd, op->rx,
+			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX, 0),
+			      -1);
+	if (!status)
+		status = rs_slot_reserve(&slot);
+	if (status) {
+		attach_op_free(op);
+		RS_RETURN(status);
+	}
+	slot->u.any = op;
+	*out = rs_slot_publish(slot, RS_OBJ_ATTACH);
+	return RSHARE_OK;
+}
+
+int rshare_attach_fd(const rshare_attach *h, int *fd)
+{
+	struct rs_slot *slot;
+	int status;
+
+	if (!fd)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "fd is NULL"));
+	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
+	if (status)
+		RS_RETURN(status);
+	*fd = ((struct attach_op *)slot->u.any)->fd; /* fixed for the op's life */
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+int rshare_attach_wait(rshare_attach *h, int timeout_ms, uint32_t flags)
+{
+	struct rs_slot *slot;
+	int status, r;
+
+	if (flags & ~(uint32_t)RSHARE_WAIT_SIGNAL)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "unknown wait flags 0x%x", flags));
+	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
+	if (status)
+		RS_RETURN(status);
+	r = poll_readable(((struct attach_op *)slot->u.any)->fd, timeout_ms,
+			  flags & RSHARE_WAIT_SIGNAL);
+	if (r == 0)
+		status = rs_fail(RSHARE_E_AGAIN, ETIMEDOUT, "no answer within %d ms", timeout_ms);
+	else if (r < 0 && errno == EINTR)
+		status = rs_fail(RSHARE_E_AGAIN, EINTR, "interrupted by a signal");
+	else if (r < 0)
+		status = rs_fail(RSHARE_E_IO, errno, "poll on the broker socket failed");
+	rs_unpin(slot);
 	RS_RETURN(status);
+}
+
+/* Read the broker's reply into op if it is there. RSHARE_E_AGAIN if not. */
+static int attach_op_read(struct attach_op *op)
+{
+	struct pollfd p = { .fd = op->fd, .events = POLLIN };
+	int status;
+
+	if (op->answered)
+		return RSHARE_OK;
+	if (poll(&p, 1, 0) == 0)
+		return rs_fail(RSHARE_E_AGAIN, EAGAIN, "the share has not arrived yet");
+	status = recv_reply(op->fd, RSB_ATTACH, 0, op->rx, &op->rep);
+	if (!status)
+		op->answered = true;
+	return status;
+}
+
+/* End the operation behind h (its last call, or a cancel). */
+static int attach_op_end(rshare_attach *h)
+{
+	struct rs_slot *slot;
+	int status = rs_retire_begin(h, RS_OBJ_ATTACH, &slot);
+
+	if (status)
+		return status;
+	attach_op_free(slot->u.any);
+	rs_retire_commit(slot);
+	return RSHARE_OK;
+}
+
+int rshare_attach_finish(rshare_attach *h, rshare_device **dev, void *payload, size_t cap,
+			 size_t *len)
+{
+	struct attach_op *op;
+	struct rs_slot *slot;
+	bool end;
+	int status;
+
+	if (!dev || !len)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : "len"));
+	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
+	if (status)
+		RS_RETURN(status);
+	op = slot->u.any;
+	pthread_mutex_lock(&op->lock);
+	if (op->over)
+		status = rs_fail(RSHARE_E_STALE, 0, "attach operation %p already finished",
+				 (void *)h);
+	else
+		status = attach_op_read(op);
+	if (!status && op->rep.h.status == RSHARE_OK && op->rep.h.len > (payload ? cap : 0)) {
+		*len = op->rep.h.len; /* kept for a call with a larger buffer */
+		status = rs_fail(RSHARE_E_NOSPACE, 0, "payload buffer of %zu bytes too small, "
+				 "%u needed (the share is kept)", payload ? cap : 0,
+				 op->rep.h.len);
+	} else if (!status) {
+		status = attach_result(&op->rep, RSHARE_PAYLOAD_MAX, dev, NULL, payload, cap, len);
+		op->over = true;
+	} else if (status != RSHARE_E_AGAIN && status != RSHARE_E_STALE) {
+		op->over = true; /* the connection failed */
+	}
+	end = op->over && status != RSHARE_E_STALE;
+	pthread_mutex_unlock(&op->lock);
+	rs_unpin(slot);
+	if (end)
+		attach_op_end(h); /* unless a cancel in another thread was first */
+	RS_RETURN(status);
+}
+
+int rshare_attach_cancel(rshare_attach *h)
+{
+	RS_RETURN(attach_op_end(h));
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -58,9 +59,39 @@ int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX])
 	return set_path(path, dir, "/broker.sock");
 }
 
-/* At the /tmp default, a broker of another user (who made the directory
- * before us, or a symlink to theirs) would be handed our devices and
- * payloads: there the broker must be this user or root. */
+/* The directory part of path (the working directory's "." if none). */
+static void dir_of(const char *path, char dir[RSB_PATH_MAX])
+{
+	char *slash;
+
+	memcpy(dir, path, strlen(path) + 1);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+/* May any user put a socket in path's place? A world-writable directory
+ * (/tmp, with or without its sticky bit: a name not yet taken is anyone's),
+ * or one that cannot be looked at. A directory of another user is that
+ * user's: whoever names an endpoint there trusts them. */
+static bool open_to_others(const char *path)
+{
+	char dir[RSB_PATH_MAX];
+	struct stat st;
+
+	dir_of(path, dir);
+	return stat(dir, &st) != 0 || (st.st_mode & S_IWOTH);
+}
+
+/* At the /tmp default, or any path in a directory others can write (an
+ * explicit `--socket /tmp/NAME.sock`), a broker of another user (who made
+ * the directory or bound the name before us, or a symlink to theirs) would
+ * be handed our devices and payloads: there the broker must be this user
+ * or root. */
 static int check_tmp_broker(int s, const char *path)
 {
 	char dir[64], def[RSB_PATH_MAX];
@@ -69,7 +100,7 @@ static int check_tmp_broker(int s, const char *path)
 
 	tmp_default(dir);
 	snprintf(def, sizeof(def), "%s/broker.sock", dir);
-	if (strcmp(path, def) != 0)
+	if (strcmp(path, def) != 0 && !open_to_others(path))
 		return RSHARE_OK;
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &n) != 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot tell who serves %s", path);
@@ -186,24 +217,68 @@ static int clear_stale(const char *path)
 	return RSHARE_OK;
 }
 
-static int take_lock(const char *path, int *lock_fd)
+/* Where the lock of the broker at path lives: PATH.lock beside it, unless
+ * others can write there (they could make and lock PATH.lock first and
+ * keep the broker from ever starting): then in this user's own broker
+ * directory (the /tmp default's, 0700 and checked), named after path. */
+static int lock_path(const char *path, char lock[RSB_PATH_MAX + 32])
 {
-	char lock[RSB_PATH_MAX + 8];
-	int fd;
+	uint64_t h = 14695981039346656037ull;
+	char dir[64], probe[RSB_PATH_MAX];
+	int status;
 
-	snprintf(lock, sizeof(lock), "%s.lock", path);
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
-			       "cannot open the broker lock %s", lock);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int err = errno;
-		close(fd);
-		return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
-			       "a live broker already serves %s (it holds %s)", path, lock);
+	if (!open_to_others(path)) {
+		snprintf(lock, RSB_PATH_MAX + 32, "%s.lock", path);
+		return RSHARE_OK;
 	}
-	*lock_fd = fd;
-	return RSHARE_OK;
+	for (const char *p = path; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	tmp_default(dir);
+	snprintf(probe, sizeof(probe), "%s/x", dir);
+	status = prepare_dir(probe);
+	if (!status)
+		snprintf(lock, RSB_PATH_MAX + 32, "%s/lock-%016llx", dir, (unsigned long long)h);
+	return status;
+}
+
+/* Does fd still hold the file at lock (a stopping broker removes it)? */
+static bool same_file(int fd, const char *lock)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Lock the broker at path: *lock_fd holds the flock, lock (RSB_PATH_MAX +
+ * 32 bytes) names the file, for rsb_unlisten() to remove. */
+static int take_lock(const char *path, int *lock_fd, char *lock)
+{
+	int status = lock_path(path, lock);
+
+	if (status)
+		return status;
+	/* A broker stopping meanwhile removes the file it locked: a lock
+	 * taken on that removed file guards nothing, so take the new one. */
+	for (int attempt = 0; attempt < 100; attempt++) {
+		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0)
+			return rs_fail(errno == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, errno,
+				       "cannot open the broker lock %s", lock);
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int err = errno;
+			close(fd);
+			return rs_fail(err == EWOULDBLOCK ? RSHARE_E_BUSY : RSHARE_E_IO, err,
+				       "a live broker already serves %s (it holds %s)", path, lock);
+		}
+		if (same_file(fd, lock)) {
+			*lock_fd = fd;
+			return RSHARE_OK;
+		}
+		close(fd);
+	}
+	return rs_fail(RSHARE_E_BUSY, 0, "the broker lock %s keeps changing", lock);
 }
 
 /* systemd socket activation: the first passed fd, if meant for us. */
@@ -260,7 +335,7 @@ int rsb_listen(const char *endpoint, struct rsb_listener *l)
 	if (!status)
 		status = prepare_dir(l->path);
 	if (!status)
-		status = take_lock(l->path, &l->lock_fd);
+		status = take_lock(l->path, &l->lock_fd, l->lock);
 	if (!status)
 		status = clear_stale(l->path);
 	if (status)
@@ -309,7 +384,12 @@ void rsb_unlisten(struct rsb_listener *l)
 		unlink(l->path);
 	if (l->fd >= 0)
 		rs_close_quietly(l->fd);
-	if (l->lock_fd >= 0)
+	if (l->lock_fd >= 0) {
+		/* Removed while still held, so that no broker takes it in
+		 * between (take_lock() checks it holds the file at the path). */
+		if (same_file(l->lock_fd, l->lock))
+			unlink(l->lock);
 		rs_close_quietly(l->lock_fd);
+	}
 	l->fd = l->lock_fd = -1;
 }

@@ -176,6 +176,8 @@ int rsb_parse_request(const uint8_t *msg, size_t len, struct rsb_request *req)
 		return parse_withdraw(msg + RSB_HDR, h.len, req);
 	case RSB_LIST:
 		return h.len ? bad_body("list", h.len, 0) : RSHARE_OK;
+	case RSB_WAITING:
+		return h.len ? bad_body("waiting", h.len, 0) : RSHARE_OK;
 	default:
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "unknown request type %u", h.type);
 	}
@@ -238,6 +240,11 @@ size_t rsb_encode_withdraw(uint8_t *buf, const char *name, uint32_t flags)
 
 size_t rsb_encode_list(uint8_t *buf)
 {
-	rsb_put_header(buf, RSB_LIST, 0, 0, 0);
+	return rsb_encode_bare(buf, RSB_LIST);
+}
+
+size_t rsb_encode_bare(uint8_t *buf, uint8_t type)
+{
+	rsb_put_header(buf, type, 0, 0, 0);
 	return RSB_HDR;
 }

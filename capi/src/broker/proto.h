@@ -27,6 +27,7 @@ enum rsb_type {
 	RSB_ATTACH = 2,
 	RSB_WITHDRAW = 3,
 	RSB_LIST = 4,
+	RSB_WAITING = 5, /* since 1.2: the waiting attaches, replied as a list is */
 	RSB_REPLY = 0x80 /* a reply's type is its request's | RSB_REPLY */
 };
 
@@ -86,5 +87,7 @@ size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, ui
 			 uint8_t hflags);
 size_t rsb_encode_withdraw(uint8_t *buf, const char *name, uint32_t flags);
 size_t rsb_encode_list(uint8_t *buf);
+/* A request without a body (RSB_LIST, RSB_WAITING). */
+size_t rsb_encode_bare(uint8_t *buf, uint8_t type);
 
 #endif

@@ -8,9 +8,11 @@
  * no request within the idle time (and holds no share and waits for
  * none) is closed. A request that does not parse gets a PROTOCOL reply and
  * its connection is closed; every fd a message carried is closed unless a
- * valid publish keeps it. Replies are sent without blocking; a client that
- * does not read them is dropped. Only list replies, which can be long, are
- * queued and written as the socket drains.
+ * valid publish keeps it, never on this thread (a close can block for as
+ * long as the file's other side likes: util/closer.c). Replies are sent
+ * without blocking; a client that does not read them is dropped. Only list
+ * replies, which can be long, go out as the socket drains, each chunk made
+ * when it can be sent (flush_list).
  *
  * Shares live in a hash table by name. A share remembers the connection
  * that published it; when that connection ends (the publisher exited or was
@@ -28,6 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -42,13 +47,14 @@
 #include "util/memfd.h"
 
 #define BUCKETS 1024
-#define MAX_CONNS 4096
+#define MAX_CONNS 4096     /* at most; fewer when the fd limit is lower (conn_limit) */
+#define FD_RESERVE 64      /* fds kept for everything but connections */
 #define MAX_CONNS_OTHER 256 /* per uid, for uids other than root and the broker's */
 #define MAX_SHARES_OTHER 256 /* the same for shares, persistent ones included */
 #define MAX_SHARES 65536
 #define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
-/* A publish's device fd and extra fds, and room to see (and close) more. */
-#define MAX_FDS (1 + RSHARE_CHANNEL_FDS_MAX + 1)
+#define MAX_FDS RS_SCM_MAX_FD /* room for every fd a request can carry */
+#define CLOSER_PAUSE_MS 10 /* the closer's queue short: how long reading rests */
 #define BATCH 16           /* requests served per connection per wake-up */
 #define IDLE_MS_DEFAULT 10000
 #define ACCEPT_PAUSE_MS 100 /* out of fds: how long the listener rests */
@@ -85,11 +91,13 @@ struct conn {
 	uint64_t idle_deadline;  /* ms; 0 while it publishes or waits */
 	bool waiting;            /* an attach waits for its name */
 	uint64_t wait_deadline;  /* ms; UINT64_MAX: no limit */
+	uint64_t wait_since;     /* ms; when the wait began */
 	uint32_t wait_cap;
 	bool wait_fds;           /* the waiting attach takes extra fds (RSB_FLAG_FDS) */
 	char wait_name[RSHARE_SHARE_NAME_MAX + 1];
-	uint8_t *out;            /* queued list reply */
-	size_t out_len, out_off;
+	bool listing;            /* a list reply is being sent, from list_after on */
+	bool list_started;       /* its first chunk (the '[') went */
+	char list_after[RSHARE_SHARE_NAME_MAX + 1]; /* the last name sent */
 };
 
 struct rsb_server {
@@ -98,11 +106,14 @@ struct rsb_server {
 	struct conn **conns;
 	size_t nconns;
 	struct share *buckets[BUCKETS];
+	struct share **sorted;   /* every share by name: lists are made from it */
+	size_t max_conns;        /* conn_limit() */
 	size_t nshares;
 	size_t payload_bytes;    /* held by all shares, at most MAX_PAYLOAD_BYTES */
 	uint64_t idle_ms;
 	uint64_t accept_after;   /* ms; the listener is not polled before */
 	uint8_t *rx;             /* one request, RSB_MSG_MAX + 1 bytes */
+	uint8_t chunk[RSB_HDR + RSB_CHUNK]; /* the list chunk being sent */
 	struct pollfd *pfds;
 };
 
@@ -144,16 +155,35 @@ static struct share **find_slot(struct rsb_server *s, const char *name)
 	return p;
 }
 
+/* The index in s->sorted of the first share whose name is after name
+ * (or equal to it, if equal is set). */
+static size_t sorted_from(const struct rsb_server *s, const char *name, bool equal)
+{
+	size_t lo = 0, hi = s->nshares;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->sorted[mid]->name, name);
+		if (c < 0 || (c == 0 && !equal))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void drop_share(struct rsb_server *s, struct share **p)
 {
 	struct share *sh = *p;
+	size_t i = sorted_from(s, sh->name, true);
 
+	memmove(&s->sorted[i], &s->sorted[i + 1], (s->nshares - i - 1) * sizeof(*s->sorted));
 	*p = sh->next;
 	if (sh->publisher)
 		sh->publisher->nshares--;
 	rshare_device_close(sh->dev);
-	for (int i = 0; i < sh->nfds; i++)
-		close(sh->fds[i]);
+	for (int k = 0; k < sh->nfds; k++)
+		rs_close_untrusted(sh->fds[k]); /* another process's files: off this thread */
 	s->payload_bytes -= sh->len;
 	free(sh->payload);
 	free(sh);
@@ -369,12 +399,14 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
-	status = rs_device_adopt(fds[0], -1, (void **)&dev);
+	status = rs_device_adopt_received(fds[0], (void **)&dev);
 	fds[0] = -1; /* taken, even on failure */
 	if (status) {
 		free(sh->payload);
 		free(sh);
-		send_error(c, RSB_PUBLISH, status);
+		/* Whatever the provider said, for the publisher it is NODEV (the
+		 * broker refused the device), as documented. */
+		send_error(c, RSB_PUBLISH, status == RSHARE_E_NOMEM ? status : RSHARE_E_NODEV);
 		return;
 	}
 	rshare_device_fd(dev, &sh->dev_fd);
@@ -398,6 +430,11 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	sh->publisher = c;
 	describe_blobs(sh);
 	*slot = sh;
+	{
+		size_t i = sorted_from(s, sh->name, true);
+		memmove(&s->sorted[i + 1], &s->sorted[i], (s->nshares - i) * sizeof(*s->sorted));
+		s->sorted[i] = sh;
+	}
 	s->nshares++;
 	s->payload_bytes += sh->len;
 	c->nshares++;
@@ -426,6 +463,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	c->waiting = true;
 	c->wait_cap = r->cap;
 	c->wait_fds = r->hflags & RSB_FLAG_FDS;
+	c->wait_since = now_ms();
 	c->wait_deadline = r->timeout_ms == RSB_WAIT_FOREVER ? UINT64_MAX
 							     : now_ms() + r->timeout_ms;
 	memcpy(c->wait_name, r->name, sizeof(c->wait_name));
@@ -453,103 +491,146 @@ static void do_withdraw(struct rsb_server *s, struct conn *c, const struct rsb_r
 	send_msg(c, RSB_WITHDRAW | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
 }
 
-static int by_name(const void *a, const void *b)
+/* A list is sent in chunks made when the socket takes them, from the
+ * sorted index and the last name sent: a pending list costs the broker one
+ * name, whatever the number of shares or of clients not reading theirs
+ * (issue 18, item 4). Shares published or withdrawn meanwhile appear or
+ * not; the names stay sorted and unique. Each chunk but the last holds
+ * whole entries up to RSB_CHUNK bytes (an entry is under 1 KiB). */
+static size_t list_entry(char *out, size_t room, const struct share *sh, bool first)
 {
-	return strcmp((*(struct share *const *)a)->name, (*(struct share *const *)b)->name);
+	int n = snprintf(out, room,
+			 "%s{\"name\":\"%s\",\"owner_uid\":%u,\"owner_pid\":%d,\"persistent\":%s,"
+			 "\"payload_size\":%u,\"blobs\":%s,\"attaches\":%llu,\"created\":%lld}",
+			 first ? "" : ",", sh->name, (unsigned)sh->owner_uid, (int)sh->owner_pid,
+			 sh->persistent ? "true" : "false", sh->len, sh->blobs,
+			 (unsigned long long)sh->attaches, (long long)sh->created);
+
+	return n < 0 || (size_t)n >= room ? 0 : (size_t)n;
 }
 
-/* Append to a growing buffer; false when out of memory. */
-static bool put(uint8_t **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static bool put(uint8_t **buf, size_t *len, size_t *cap, const char *fmt, ...)
+/* Send list chunks while the socket takes them; a client that reads none
+ * for the idle time is dropped (expire()). */
+static void flush_list(struct rsb_server *s, struct conn *c)
 {
-	va_list ap;
-	int n;
+	while (c->listing && !c->dead) {
+		char *body = (char *)s->chunk + RSB_HDR;
+		size_t len = 0, i = c->list_started ? sorted_from(s, c->list_after, false) : 0;
+		const char *last = NULL;
+		bool first = !c->list_started, end;
+		ssize_t r;
 
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf((char *)*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return false;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return true;
+		if (first)
+			body[len++] = '[';
+		for (; i < s->nshares; i++) {
+			/* Room kept for the closing ']'. */
+			size_t k = list_entry(body + len, RSB_CHUNK - 1 - len, s->sorted[i],
+					      first && !last);
+			if (!k)
+				break;
+			len += k;
+			last = s->sorted[i]->name;
 		}
-		uint8_t *bigger = realloc(*buf, *cap * 2 + (size_t)n);
-		if (!bigger)
-			return false;
-		*buf = bigger;
-		*cap = *cap * 2 + (size_t)n;
+		end = i == s->nshares;
+		if (end)
+			body[len++] = ']';
+		rsb_put_header(s->chunk, RSB_LIST | RSB_REPLY, end ? 0 : RSB_FLAG_MORE,
+			       (uint32_t)len, RSHARE_OK);
+		do
+			r = send(c->fd, s->chunk, RSB_HDR + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		while (r < 0 && errno == EINTR);
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return; /* poll for POLLOUT; made again from the same place */
+		if (r < 0) {
+			c->dead = true;
+			return;
+		}
+		c->list_started = true;
+		if (last)
+			memcpy(c->list_after, last, strlen(last) + 1);
+		c->idle_deadline = now_ms() + s->idle_ms;
+		c->listing = !end;
 	}
 }
-
-static void flush_out(struct rsb_server *s, struct conn *c);
 
 static void do_list(struct rsb_server *s, struct conn *c)
 {
-	struct share **all = malloc((s->nshares ? s->nshares : 1) * sizeof(*all));
-	size_t n = 0, len = 0, cap = 4096;
-	uint8_t *buf = malloc(cap);
-	bool ok = all && buf && put(&buf, &len, &cap, "[");
-
-	for (size_t b = 0; ok && b < BUCKETS; b++)
-		for (struct share *sh = s->buckets[b]; sh; sh = sh->next)
-			all[n++] = sh;
-	if (ok)
-		qsort(all, n, sizeof(*all), by_name);
-	for (size_t i = 0; ok && i < n; i++) {
-		const struct share *sh = all[i];
-		ok = put(&buf, &len, &cap,
-			 "%s{\"name\":\"%s\",\"owner_uid\":%u,\"owner_pid\":%d,\"persistent\":%s,"
-			 "\"payload_size\":%u,\"blobs\":%s,\"attaches\":%llu,\"created\":%lld}",
-			 i ? "," : "", sh->name, (unsigned)sh->owner_uid, (int)sh->owner_pid,
-			 sh->persistent ? "true" : "false", sh->len, sh->blobs,
-			 (unsigned long long)sh->attaches, (long long)sh->created);
-	}
-	ok = ok && put(&buf, &len, &cap, "]");
-	free(all);
-	if (!ok) {
-		free(buf);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory listing %zu shares", n);
-		send_error(c, RSB_LIST, RSHARE_E_NOMEM);
-		return;
-	}
-	c->out = buf;
-	c->out_len = len;
-	c->out_off = 0;
-	flush_out(s, c);
+	c->listing = true;
+	c->list_started = false;
+	flush_list(s, c);
 }
 
-/* Write queued list chunks while the socket takes them; a client that
- * reads none for the idle time is dropped (expire()). */
-static void flush_out(struct rsb_server *s, struct conn *c)
+static int by_wait_name(const void *a, const void *b)
 {
-	while (c->out && !c->dead) {
-		size_t left = c->out_len - c->out_off, n = left > RSB_CHUNK ? RSB_CHUNK : left;
-		uint8_t hdr[RSB_HDR];
-		struct iovec iov[2] = { { hdr, RSB_HDR }, { c->out + c->out_off, n } };
-		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
-		ssize_t r;
+	return strcmp((*(struct conn *const *)a)->wait_name, (*(struct conn *const *)b)->wait_name);
+}
 
-		rsb_put_header(hdr, RSB_LIST | RSB_REPLY, n < left ? RSB_FLAG_MORE : 0,
-			       (uint32_t)n, RSHARE_OK);
-		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return; /* poll for POLLOUT */
-		if (r < 0) {
-			c->dead = true;
-			break;
-		}
-		c->out_off += n;
-		c->idle_deadline = now_ms() + s->idle_ms;
-		if (c->out_off == c->out_len)
-			break;
+/* The attaches waiting for a name, sorted by it, as a JSON array sent in
+ * RSB_CHUNK pieces at once (a few dozen bytes per waiter: a client whose
+ * socket cannot take it all is not reading, and is dropped as send_msg()
+ * drops any). A connection that ended (cancelled, exited) is not waiting,
+ * even before this loop has seen its end: the hang-up may have come after
+ * this poll() round began, so each waiting connection is looked at now
+ * (one poll() without waiting). */
+static void do_waiting(struct rsb_server *s, struct conn *c)
+{
+	enum { ENTRY_MAX = RSHARE_SHARE_NAME_MAX + 80 }; /* one {...}, and a comma */
+	size_t slots = s->nconns ? s->nconns : 1, n = 0, live = 0, len = 1;
+	struct conn **all = malloc(slots * sizeof(*all));
+	struct pollfd *p = malloc(slots * sizeof(*p));
+	char *buf = malloc(slots * ENTRY_MAX + 2);
+	uint64_t now = now_ms();
+
+	if (!all || !p || !buf) {
+		free(all);
+		free(p);
+		free(buf);
+		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory listing waiting attaches");
+		send_error(c, RSB_WAITING, RSHARE_E_NOMEM);
+		return;
 	}
-	free(c->out);
-	c->out = NULL;
+	for (size_t i = 0; i < s->nconns; i++)
+		if (s->conns[i]->waiting && !s->conns[i]->dead) {
+			p[n] = (struct pollfd){ .fd = s->conns[i]->fd, .events = POLLIN };
+			all[n++] = s->conns[i];
+		}
+	if (n && poll(p, n, 0) < 0)
+		for (size_t i = 0; i < n; i++)
+			p[i].revents = 0; /* cannot look: list them all */
+	for (size_t i = 0; i < n; i++)
+		if (!(p[i].revents & (POLLHUP | POLLERR)))
+			all[live++] = all[i];
+	qsort(all, live, sizeof(*all), by_wait_name);
+	buf[0] = '[';
+	for (size_t i = 0; i < live; i++)
+		len += (size_t)snprintf(buf + len, ENTRY_MAX,
+					"%s{\"name\":\"%s\",\"uid\":%u,\"pid\":%d,\"waited_ms\":%llu}",
+					i ? "," : "", all[i]->wait_name, (unsigned)all[i]->uid,
+					(int)all[i]->pid,
+					(unsigned long long)(now - all[i]->wait_since));
+	buf[len++] = ']';
+	for (size_t off = 0; off < len && !c->dead; off += RSB_CHUNK) {
+		size_t piece = len - off > RSB_CHUNK ? RSB_CHUNK : len - off;
+
+		send_msg(c, RSB_WAITING | RSB_REPLY, off + piece < len ? RSB_FLAG_MORE : 0,
+			 RSHARE_OK, buf + off, piece, -1);
+	}
+	free(all);
+	free(p);
+	free(buf);
+}
+
+/* Has c not yet read a reply we sent? (SIOCOUTQ: bytes of ours still in
+ * its queue.) One request at a time means a client reads each reply before
+ * it sends the next request; one that pipelines requests without reading
+ * would otherwise make us pin an fd in flight per attach, charged to the
+ * broker's user by the kernel (issue 18, item 3). So a connection holds at
+ * most one unread reply with an fd. */
+static bool unread_reply(const struct conn *c)
+{
+	int queued = 0;
+
+	return ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued > 0;
 }
 
 /* Read and serve one request; false when there is nothing more to read. */
@@ -566,6 +647,10 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	int fds[MAX_FDS], nfds, status;
 	ssize_t r;
 
+	/* Every fd a request carries is closed off this thread: no room for
+	 * a whole message's worth, no reading (rsb_server_run rests). */
+	if (rs_closer_room() < MAX_FDS + 1)
+		return false;
 	do
 		r = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
@@ -579,8 +664,7 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	if (r == 0) {
 		/* The client left, or sent an empty record, which may carry
 		 * fds all the same: they are closed. */
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted_all(fds, nfds);
 		c->dead = true;
 		return false;
 	}
@@ -588,9 +672,10 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "request too long (%s)",
 				 (msg.msg_flags & MSG_TRUNC) ? "over the largest message"
 							      : "too many fds");
-	else if (c->waiting || c->out)
+	else if (c->waiting || c->listing || unread_reply(c))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "a new request before the reply to the last one");
+				 "a new request before the reply to the last one %s",
+				 c->waiting || c->listing ? "was sent" : "was read");
 	else
 		status = rsb_parse_request(s->rx, (size_t)r, &req);
 	c->idle_deadline = now_ms() + s->idle_ms;
@@ -608,12 +693,13 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 		do_attach(s, c, &req);
 	} else if (req.type == RSB_WITHDRAW) {
 		do_withdraw(s, c, &req);
+	} else if (req.type == RSB_WAITING) {
+		do_waiting(s, c);
 	} else {
 		do_list(s, c);
 	}
 	for (int i = 0; i < nfds; i++)
-		if (fds[i] >= 0)
-			rs_close_quietly(fds[i]);
+		rs_close_untrusted(fds[i]); /* -1: kept by a publish */
 	return !c->dead;
 }
 
@@ -639,31 +725,6 @@ static void read_creds(struct conn *c)
 		if (c->groups &&
 		    getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &n) == 0)
 			c->ngroups = (int)(n / sizeof(gid_t));
-	}
-}
-
-/* Read and drop what c already sent (closing any fds), so that closing it
- * does not reset the connection before the client reads the reply. */
-static void discard_pending(struct rsb_server *s, struct conn *c)
-{
-	for (int b = 0; b < BATCH; b++) {
-		union {
-			struct cmsghdr align;
-			char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
-		} ctl;
-		struct iovec iov = { s->rx, RSB_MSG_MAX + 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				      .msg_controllen = sizeof(ctl.buf) };
-		int fds[MAX_FDS], nfds;
-		ssize_t r = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-
-		if (r < 0)
-			return;
-		nfds = rs_cmsg_take_fds(&msg, fds, MAX_FDS);
-		for (int i = 0; i < nfds; i++)
-			rs_close_quietly(fds[i]);
-		if (r == 0)
-			return;
 	}
 }
 
@@ -696,8 +757,8 @@ static void accept_all(struct rsb_server *s)
 				s->accept_after = now_ms() + ACCEPT_PAUSE_MS;
 			return;
 		}
-		if (s->nconns >= MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
-			close(fd);
+		if (s->nconns >= s->max_conns || !(c = calloc(1, sizeof(*c)))) {
+			rs_close_socket_untrusted(fd);
 			continue;
 		}
 		c->fd = fd;
@@ -707,7 +768,6 @@ static void accept_all(struct rsb_server *s)
 		if (over_quota(s, c)) {
 			rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d connections to the broker, "
 				"its limit", (unsigned)c->uid, MAX_CONNS_OTHER);
-			discard_pending(s, c);
 			send_error(c, 0, RSHARE_E_BUSY);
 			c->dead = true;
 			continue;
@@ -735,8 +795,10 @@ static void close_conn(struct rsb_server *s, struct conn *c)
 			}
 		}
 	}
-	close(c->fd);
-	free(c->out);
+	/* What it sent and we did not read (fds among it) is received and
+	 * closed off this thread first: nothing is released here, and the
+	 * client is not reset before it reads our last reply. */
+	rs_close_socket_untrusted(c->fd);
 	free(c->groups);
 	free(c);
 }
@@ -760,7 +822,7 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 				*next = c->wait_deadline;
 			}
 		}
-		if (c->out) {
+		if (c->listing) {
 			/* Not reading its list reply: dropped, publisher or not. */
 			if (now >= c->idle_deadline)
 				c->dead = true;
@@ -803,16 +865,24 @@ void rsb_server_run(struct rsb_server *s)
 
 		expire(s, now, &next);
 		reap(s);
+		if (rs_closer_room() < MAX_FDS + 1) {
+			/* The closer is behind (stuck closes): read nothing that
+			 * could bring more fds until it catches up. */
+			struct pollfd w = { .fd = s->wake[0], .events = POLLIN };
+			if (poll(&w, 1, CLOSER_PAUSE_MS) > 0)
+				break;
+			continue;
+		}
 		if (now < s->accept_after && s->accept_after < next)
 			next = s->accept_after;
 		timeout = next == UINT64_MAX ? -1 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
 		s->pfds[0] = (struct pollfd){ .fd = s->wake[0], .events = POLLIN };
-		s->pfds[1] = (struct pollfd){ .fd = s->nconns < MAX_CONNS &&
+		s->pfds[1] = (struct pollfd){ .fd = s->nconns < s->max_conns &&
 							  now >= s->accept_after ? s->l.fd : -1,
 					      .events = POLLIN };
 		for (size_t i = 0; i < s->nconns; i++)
 			s->pfds[n++] = (struct pollfd){ .fd = s->conns[i]->fd,
-							.events = s->conns[i]->out ? POLLIN | POLLOUT
+							.events = s->conns[i]->listing ? POLLIN | POLLOUT
 										   : POLLIN };
 		r = poll(s->pfds, n, timeout);
 		if (r < 0 && errno != EINTR)
@@ -827,7 +897,7 @@ void rsb_server_run(struct rsb_server *s)
 			short ev = s->pfds[i + 2].revents;
 
 			if (ev & POLLOUT)
-				flush_out(s, c);
+				flush_list(s, c);
 			if (ev & (POLLIN | POLLHUP | POLLERR))
 				for (int b = 0; b < BATCH && serve_one(s, c); b++)
 					;
@@ -858,6 +928,29 @@ const char *rsb_server_path(const struct rsb_server *s)
 	return s->l.path;
 }
 
+/* The connection limit is the one that binds, not the fd limit (issue 18,
+ * item 9): the soft RLIMIT_NOFILE is raised to the hard one (the broker
+ * uses poll(), never select(), so fds past 1024 are fine), and at most
+ * half of what it allows, less FD_RESERVE, goes to connections; the rest
+ * holds shares' device fds and the closer's queue. */
+static size_t conn_limit(void)
+{
+	struct rlimit rl;
+	size_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return MAX_CONNS;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 2 * MAX_CONNS + FD_RESERVE)
+		return MAX_CONNS;
+	n = rl.rlim_cur > 2 * FD_RESERVE ? (size_t)(rl.rlim_cur - FD_RESERVE) / 2 : FD_RESERVE / 2;
+	return n;
+}
+
 int rsb_server_new(const struct rsb_listener *l, struct rsb_server **out)
 {
 	struct rsb_server *s = calloc(1, sizeof(*s));
@@ -869,16 +962,19 @@ int rsb_server_new(const struct rsb_listener *l, struct rsb_server **out)
 	s->rx = malloc(RSB_MSG_MAX + 1);
 	s->conns = calloc(MAX_CONNS, sizeof(*s->conns));
 	s->pfds = calloc(MAX_CONNS + 2, sizeof(*s->pfds));
-	if (!s->rx || !s->conns || !s->pfds || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+	s->sorted = calloc(MAX_SHARES, sizeof(*s->sorted));
+	if (!s->rx || !s->conns || !s->pfds || !s->sorted || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		int err = errno;
 		free(s->rx);
 		free(s->conns);
 		free(s->pfds);
+		free(s->sorted);
 		free(s);
 		return rs_fail(err == EMFILE ? RSHARE_E_NOMEM : RSHARE_E_NOMEM, err,
 			       "cannot allocate a broker");
 	}
 	s->idle_ms = idle && atoi(idle) > 0 ? (uint64_t)atoi(idle) : IDLE_MS_DEFAULT;
+	s->max_conns = conn_limit();
 	s->l = *l;
 	*out = s;
 	return RSHARE_OK;
@@ -892,5 +988,6 @@ void rsb_server_free(struct rsb_server *s)
 	free(s->rx);
 	free(s->conns);
 	free(s->pfds);
+	free(s->sorted);
 	free(s);
 }

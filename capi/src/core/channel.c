@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,6 +37,7 @@
 /* The device fd, the extra fds, and room to see (and close) one more a
  * peer may have added. */
 #define CH_MAX_FDS (1 + RSHARE_CHANNEL_FDS_MAX + 1)
+#define PIECE_MS 5000 /* a stream message's next piece, on a non-blocking socket */
 
 static void make_header(uint8_t *h, uint32_t len, uint32_t nfds)
 {
@@ -162,10 +164,11 @@ static int parse_header(const uint8_t *h, int sock, uint32_t *len, uint32_t *nfd
 	return RSHARE_OK;
 }
 
+/* The peer's fds: closed off this thread (closer.c), as a peer can send
+ * one whose close blocks. */
 static void close_fds(const int *fds, int n)
 {
-	for (int i = 0; i < n; i++)
-		rs_close_quietly(fds[i]);
+	rs_close_untrusted_all(fds, n);
 }
 
 /* The message at the head of the queue, left there: its header (r bytes
@@ -192,6 +195,8 @@ static int peek_message(int sock, struct peeked *p)
 	do
 		r = recvmsg(sock, &msg, MSG_PEEK | MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return recv_fail(RSHARE_E_AGAIN, errno, sock, "no message queued (non-blocking)");
 	if (r < 0)
 		return recv_fail(io_status(errno), errno, sock, "recvmsg failed");
 	if (r == 0)
@@ -200,6 +205,20 @@ static int peek_message(int sock, struct peeked *p)
 	p->nfds = rs_cmsg_take_fds(&msg, p->fds, CH_MAX_FDS);
 	p->ctrunc = (msg.msg_flags & MSG_CTRUNC) != 0;
 	return RSHARE_OK;
+}
+
+/* On a non-blocking stream the header itself may still be arriving: then
+ * nothing is consumed (RSHARE_E_AGAIN). Once the header is there, the
+ * sender is in the middle of the message, and recv_exact() waits for the
+ * rest (a 64 KiB message may not even fit the socket buffer). */
+static int header_arriving(int sock)
+{
+	int fl = fcntl(sock, F_GETFL);
+
+	if (fl < 0 || !(fl & O_NONBLOCK))
+		return RSHARE_OK; /* blocking: the peek saw the end of the stream */
+	return recv_fail(RSHARE_E_AGAIN, EAGAIN, sock,
+			 "message header still arriving (non-blocking; nothing consumed)");
 }
 
 /* Is the process out of file descriptors? Then the errno that says so. */
@@ -216,18 +235,29 @@ static int out_of_fds(int sock)
 
 /* Take an rshare message with the wrong fds off the queue so the next
  * receive can proceed: the record on a seqpacket socket, its header and
- * announced payload (plen) on a stream. The kernel drops its fds. */
+ * announced payload (plen) on a stream. Its fds are received (room for the
+ * most a message can carry) and closed off this thread: fds the kernel
+ * dropped for want of room would be released on ours. */
 static void discard(int sock, uint32_t plen)
 {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(RS_SCM_MAX_FD * sizeof(int))];
+	} ctl;
 	uint8_t scratch[512];
 	size_t n = CH_HDR + (size_t)plen;
-	int type = SOCK_STREAM;
+	int type = SOCK_STREAM, fds[RS_SCM_MAX_FD];
 	socklen_t tlen = sizeof(type);
 
 	getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tlen);
 	do {
-		ssize_t r = recv(sock, scratch, n < sizeof(scratch) ? n : sizeof(scratch),
-				 MSG_DONTWAIT);
+		struct iovec iov = { scratch, n < sizeof(scratch) ? n : sizeof(scratch) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		ssize_t r = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (r >= 0)
+			close_fds(fds, rs_cmsg_take_fds(&msg, fds, RS_SCM_MAX_FD));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || type != SOCK_STREAM)
@@ -236,12 +266,18 @@ static void discard(int sock, uint32_t plen)
 	} while (n);
 }
 
-/* Read exactly n more bytes into p (the tail of a stream message). */
+/* Read exactly n more bytes into p (the tail of a stream message). On a
+ * non-blocking socket, wait up to PIECE_MS for each piece. */
 static int recv_exact(int sock, uint8_t *p, size_t n)
 {
 	while (n) {
 		ssize_t r = recv(sock, p, n, MSG_WAITALL);
+		struct pollfd pf = { .fd = sock, .events = POLLIN };
+
 		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    (poll(&pf, 1, PIECE_MS) > 0 || errno == EINTR))
 			continue;
 		if (r <= 0)
 			return recv_fail(RSHARE_E_IO, r < 0 ? errno : 0, sock,
@@ -315,9 +351,12 @@ static int receive(int sock, rshare_device **dev, const struct extra_fds *x, voi
 		return status; /* nothing consumed */
 	/* What is not an rshare message is not ours to consume: it stays
 	 * queued (on a stream there is no telling where it would end). */
-	status = p.got < CH_HDR ? recv_fail(RSHARE_E_PROTOCOL, 0, sock,
-					    "short message (no complete rshare header)")
-				: parse_header(p.hdr, sock, &plen, &nx);
+	if (p.got < CH_HDR && memcmp(p.hdr, CH_MAGIC, p.got < 4 ? p.got : 4) == 0)
+		status = header_arriving(sock);
+	if (!status)
+		status = p.got < CH_HDR ? recv_fail(RSHARE_E_PROTOCOL, 0, sock,
+						    "short message (no complete rshare header)")
+					: parse_header(p.hdr, sock, &plen, &nx);
 	if (status) {
 		close_fds(p.fds, p.nfds);
 		return status;
@@ -357,7 +396,7 @@ static int receive(int sock, rshare_device **dev, const struct extra_fds *x, voi
 		close_fds(p.fds, p.nfds);
 		return status;
 	}
-	status = rs_device_adopt(p.fds[0], -1, (void **)dev); /* takes the fd */
+	status = rs_device_adopt_received(p.fds[0], (void **)dev); /* takes the fd */
 	if (status) {
 		close_fds(p.fds + 1, p.nfds - 1);
 		return status;

@@ -187,7 +187,11 @@ int rs_device_adopt(int fd, int user_fd, void **out)
 	}
 	status = owner->import(fd, &ctx);
 	if (status) {
-		rs_close_quietly(fd);
+		/* A received fd is anyone's: its close may block (closer.c). */
+		if (user_fd >= 0)
+			rs_close_quietly(fd);
+		else
+			rs_close_untrusted(fd);
 		/* Providers phrase their causes as predicates without a fd
 		 * number ("is not a ..."): theirs is our duplicate, which
 		 * means nothing to the caller. */
@@ -196,6 +200,16 @@ int rs_device_adopt(int fd, int user_fd, void **out)
 	}
 	ctx.ops = owner;
 	return publish_device(&ctx, out); /* closes the context, fd too, on failure */
+}
+
+int rs_device_adopt_received(int fd, void **out)
+{
+	if (!rs_fd_may_be_device(fd)) {
+		rs_close_untrusted(fd);
+		return rs_fail(RSHARE_E_NODEV, 0, "the device fd received is not a device context "
+			       "(neither a character device nor a sealed memfd)");
+	}
+	return rs_device_adopt(fd, -1, out);
 }
 
 int rshare_device_import(int fd, rshare_device **out)

@@ -32,7 +32,7 @@ struct rs_obj_ops;
 
 /* Kinds owned by other parts of the library (the broker), kept apart from
  * the object kinds (kinds.h); their slots hold a pointer in u.any. */
-enum rs_aux_kind { RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
+enum rs_aux_kind { RS_OBJ_ATTACH = 13, RS_OBJ_BROKER = 14, RS_OBJ_SHARE = 15 };
 
 /* "device", "PD", "VAR", "MR", "DM", "broker", "share": what a handle of
  * slot kind k is. */
@@ -40,6 +40,8 @@ static inline const char *rs_obj_kind_name(int k)
 {
 	if (k == RS_OBJ_BROKER || k == RS_OBJ_SHARE)
 		return k == RS_OBJ_BROKER ? "broker" : "share";
+	if (k == RS_OBJ_ATTACH)
+		return "attach operation";
 	if (k == RS_OBJ_DEVICE)
 		return "device";
 	return rs_kind_of_slot(k) ? rs_kind(rs_kind_of_slot(k))->word : "object";
@@ -91,7 +93,7 @@ struct rs_slot {
 	union {
 		struct rs_device *dev; /* RS_OBJ_DEVICE */
 		struct rs_obj obj;     /* an object kind (kinds.h) */
-		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE */
+		void *any;             /* RS_OBJ_BROKER, RS_OBJ_SHARE, RS_OBJ_ATTACH */
 	} u;
 };
 
@@ -211,5 +213,9 @@ int rs_unsupported(const struct rs_ctx *ctx, const char *what);
  * the library's private duplicate), or, when user_fd is -1, "the device fd
  * received" (a fd the caller never saw). */
 int rs_device_adopt(int fd, int user_fd, void **out_handle);
+/* rs_device_adopt() of an fd another process sent: only a kind a device
+ * can be (rs_fd_may_be_device) reaches a provider, which may talk to the
+ * file; anything else is closed off this thread (RSHARE_E_NODEV). */
+int rs_device_adopt_received(int fd, void **out_handle);
 
 #endif

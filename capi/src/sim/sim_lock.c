@@ -4,22 +4,32 @@
  *
  * Untrusted-memory rule (sim_table.h): every value of the word is handled.
  *
- *   0                  free: take it with one CAS (the uncontended path)
- *   tag << 32 | pid    held by process pid whose start-time tag is tag
+ *   0        free: take it with one CAS (the uncontended path)
+ *   v != 0   held by the live process whose liveness byte is v's
+ *
+ * Liveness comes from the kernel, not from pids: a process that locks a
+ * table first picks a random 60-bit value v (its "holder value") and takes
+ * an OFD read lock on byte sim_live_offset(v) of the memfd (far past its
+ * end; locks there touch no data) through its own open file description
+ * (sim_pages.c), and holds it for its life: the kernel drops it when the
+ * process dies or execs, whatever PID namespace either side is in, however
+ * /proc is mounted, and a reused pid cannot inherit it. A waiter asks with
+ * F_OFD_GETLK whether anyone holds v's byte; nobody (or v is its own value:
+ * no thread of ours can hold the word, we hold the local mutex) means the
+ * holder is gone and the waiter takes the lock over by CAS. Whatever the
+ * holder left half done is then finished or undone from the intent record
+ * (sim_repair). The byte is taken before the first CAS, so a live holder's
+ * byte is always held. Values are random, so two live processes share one
+ * with a chance of 2^-60 per pair.
  *
  * Threads of one process are serialised first by the process-local mutex of
  * the table's registry entry, so the shared word only has to tell processes
  * apart. A waiter spins briefly, then sleeps in FUTEX_WAIT on the low half
- * (the pid) with a short timeout, and after each sleep asks whether the
- * owner still exists: not a plausible pid, our own pid (no thread of ours can
- * hold it: we hold the local mutex), no such process (kill(pid, 0) gives
- * ESRCH), a zombie (killed, not yet reaped: kill() still finds it) or a
- * process of another start time (the pid was reused) all mean
- * nobody holds it, and the waiter takes it over by CAS. Whatever the holder
- * left half done is then finished or undone from the intent record
- * (sim_repair). A live owner that keeps it longer than the bound gets the
- * waiter RSHARE_E_BUSY. kill() is only ever called with signal 0 and a pid
- * in [1, PID_MAX_LIMIT]: it never sends anything.
+ * with a short timeout and asks again. A live owner that keeps it longer
+ * than the bound gets the waiter RSHARE_E_BUSY. The first lock of a process
+ * reopens the memfd (its own description) before it touches the word, and
+ * without waiting on a lease (O_NONBLOCK): a peer's write lease then costs
+ * retries within the bound, never a wait with the table locked.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,18 +60,9 @@
 #include "sim/sim_table.h"
 #include "util/error.h"
 
-#define PID_LIMIT 4194304 /* the kernel's PID_MAX_LIMIT */
 #define SPINS 200
 #define NAP_NS 2000000L /* 2 ms between liveness checks */
 
-/* This process's lock value, computed at the first lock (getpid is a system
- * call) and again in a forked child, which is another process with its own
- * pid and start time (sim_lock_after_fork, from the registry's atfork).
- * One word, read and written atomically: threads locking different tables
- * may compute it at the same time (the same value), and none may ever see
- * it half set (0 would "take" a free lock by swapping 0 for 0). Never 0
- * once set: the pid is not 0. */
-static uint64_t my_value;
 static pthread_once_t bound_once = PTHREAD_ONCE_INIT;
 static unsigned bound_ms = SIM_LOCK_BOUND_MS;
 
@@ -83,90 +85,22 @@ unsigned sim_lock_bound_ms(void)
 	return bound_ms;
 }
 
-/* From /proc/PID/stat: the start-time tag (0 if unreadable), and whether
- * the process is dead but not yet reaped (a zombie: state Z or X with only
- * its group leader left; a leader that called pthread_exit is a zombie too,
- * but its live threads still count). */
-static uint32_t proc_stat(pid_t pid, bool *dead)
+off_t sim_live_offset(uint64_t v)
 {
-	char path[64], buf[1024], *p, state = 0;
-	unsigned long long start = 0;
-	long threads = 0;
-	ssize_t n;
-	int fd;
-
-	*dead = false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name may hold anything, ')' included: fields start
-	 * after the last ')'. state is field 3, num_threads 20, starttime 22. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c", &state) != 1)
-		return 0;
-	for (int field = 2; field < 22 && p; field++) {
-		p = strchr(p + 1, ' ');
-		if (p && field == 19 && sscanf(p + 1, "%ld", &threads) != 1)
-			return 0;
-	}
-	if (!p || sscanf(p + 1, "%llu", &start) != 1)
-		return 0;
-	*dead = (state == 'Z' || state == 'X') && threads <= 1;
-	/* Never 0 (that means "unknown"), but no other bit lost: with "| 1"
-	 * a pid reused one tick after an even start time got its tag. */
-	return (uint32_t)start ? (uint32_t)start : 1;
+	return (off_t)(SIM_LIVE_BASE + (v & SIM_LIVE_MASK));
 }
 
-uint32_t sim_start_tag(pid_t pid)
+/* May the holder recorded in v still hold the lock? Only if a description
+ * other than ours holds v's liveness byte. */
+static bool holder_alive(struct sim_map *m, uint64_t v)
 {
-	bool dead;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			    .l_start = sim_live_offset(v), .l_len = 1 };
 
-	return proc_stat(pid, &dead);
-}
-
-static uint64_t my_lock_value(void)
-{
-	uint64_t v = __atomic_load_n(&my_value, __ATOMIC_ACQUIRE);
-
-	if (!v) {
-		pid_t pid = getpid();
-
-		v = (uint64_t)sim_start_tag(pid) << 32 | (uint32_t)pid;
-		__atomic_store_n(&my_value, v, __ATOMIC_RELEASE);
-	}
-	return v;
-}
-
-void sim_lock_after_fork(void)
-{
-	__atomic_store_n(&my_value, 0, __ATOMIC_RELAXED);
-}
-
-/* May the holder recorded in v still hold the lock? False for anything
- * that is not a live process of that start time. */
-static bool holder_alive(uint64_t v, uint64_t mine)
-{
-	uint32_t pid = (uint32_t)v, tag = (uint32_t)(v >> 32), now;
-	bool dead;
-
-	if (pid == 0 || pid > PID_LIMIT || pid == (uint32_t)mine)
+	if (v == m->lock_value)
 		return false;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return false;
-	/* A holder killed but not yet reaped still answers kill(): its
-	 * /proc entry says it is a zombie (its parent may be the very process
-	 * waiting here, which would never get to reap it). */
-	now = proc_stat((pid_t)pid, &dead);
-	if (dead)
-		return false;
-	/* An unreadable /proc entry proves nothing: assume alive. */
-	return now == 0 || now == tag;
+	/* A failed probe proves nothing: assume alive (the bound holds). */
+	return fcntl(m->ofd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
 }
 
 static uint64_t now_ns(void)
@@ -183,16 +117,17 @@ static bool try_take(uint64_t *word, uint64_t expect, uint64_t mine)
 					   __ATOMIC_RELAXED);
 }
 
-/* The futex is the low half (the pid) of the little-endian word. */
+/* The futex is the low half of the little-endian word. */
 static uint32_t *futex_word(struct sim_table *t)
 {
 	return (uint32_t *)(void *)&t->s.lock;
 }
 
 /* deadline: CLOCK_MONOTONIC ns, or 0 for "the bound from now". */
-static int lock_slow(struct sim_table *t, uint64_t mine, uint64_t deadline)
+static int lock_slow(struct sim_map *m, uint64_t deadline)
 {
-	uint64_t v;
+	struct sim_table *t = m->t;
+	uint64_t v, mine = m->lock_value;
 
 	if (!deadline)
 		deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
@@ -207,7 +142,7 @@ static int lock_slow(struct sim_table *t, uint64_t mine, uint64_t deadline)
 		bool ownerless;
 
 		v = SH_LOAD(t->s.lock);
-		ownerless = v == 0 || !holder_alive(v, mine);
+		ownerless = v == 0 || !holder_alive(m, v);
 		/* A peer that rewrites the word between our look and our CAS
 		 * makes every take-over fail: the deadline holds on this path
 		 * too, or it could keep us here for as long as it goes on. */
@@ -216,7 +151,8 @@ static int lock_slow(struct sim_table *t, uint64_t mine, uint64_t deadline)
 		if (now_ns() >= deadline)
 			return rs_fail(RSHARE_E_BUSY, ETIMEDOUT,
 				       "simulated object table locked by another process "
-				       "(pid %u) for %u ms", (unsigned)(uint32_t)v,
+				       "(alive: it holds the liveness lock of holder value "
+				       "0x%llx) for %u ms", (unsigned long long)v,
 				       sim_lock_bound_ms());
 		if (ownerless)
 			continue; /* nobody to wait for: look again at once */
@@ -288,18 +224,67 @@ static int lock_local(struct sim_map *m, uint64_t *deadline)
 	return RSHARE_OK;
 }
 
+/* A random holder value: never 0, nor 0 in the futex half. */
+static uint64_t random_value(void)
+{
+	uint64_t v = 0;
+	struct timespec ts;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 40 ^
+		    (uint64_t)(uintptr_t)&v;
+	}
+	return (v & SIM_LIVE_MASK) | 1;
+}
+
+/* This process's holder value for m's table, its liveness byte held
+ * through its own description (taken first, without waiting on a lease,
+ * retried until the deadline). */
+static int take_liveness(struct sim_map *m, int fd, uint64_t *deadline)
+{
+	int status;
+
+	if (!*deadline)
+		*deadline = now_ns() + (uint64_t)sim_lock_bound_ms() * 1000000ull;
+	while ((status = sim_pages_ready(m, fd)) != RSHARE_OK) {
+		struct timespec nap = { 0, 10000000L };
+
+		if (rs_last_errno() != EWOULDBLOCK || now_ns() >= *deadline)
+			return rs_last_errno() == EWOULDBLOCK
+				       ? rs_fail(RSHARE_E_BUSY, EWOULDBLOCK,
+						 "another process holds a lease on the simulated "
+						 "table's memfd (waited %u ms to reopen it)",
+						 sim_lock_bound_ms())
+				       : status;
+		nanosleep(&nap, NULL);
+	}
+	for (int i = 0; i < 8; i++) {
+		uint64_t v = random_value();
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+				    .l_start = sim_live_offset(v), .l_len = 1 };
+
+		if (fcntl(m->ofd, F_OFD_SETLK, &fl) == 0) {
+			m->lock_value = v;
+			return RSHARE_OK;
+		}
+	}
+	return rs_fail(RSHARE_E_IO, errno, "cannot take a liveness lock on the simulated table");
+}
+
 int sim_lock(struct sim_map *m, int fd)
 {
-	uint64_t mine, deadline = 0;
+	uint64_t deadline = 0;
 	int status = lock_local(m, &deadline);
 
 	if (status)
 		return status;
 	if (!m->t && (status = map_table(m, fd)) != RSHARE_OK)
 		goto fail;
-	mine = my_lock_value();
-	if (!try_take(&m->t->s.lock, 0, mine) &&
-	    (status = lock_slow(m->t, mine, deadline)) != RSHARE_OK)
+	if (!m->lock_value && (status = take_liveness(m, fd, &deadline)) != RSHARE_OK)
+		goto fail;
+	if (!try_take(&m->t->s.lock, 0, m->lock_value) &&
+	    (status = lock_slow(m, deadline)) != RSHARE_OK)
 		goto fail;
 	/* A holder that died mid-update (or a peer's scribble) left an
 	 * intent: settle it before anything else reads the table. */
@@ -317,7 +302,7 @@ void sim_unlock(struct sim_map *m)
 
 	/* Release only if it is still ours: a peer may have overwritten it,
 	 * and then it is not ours to clear. */
-	uint64_t mine = __atomic_load_n(&my_value, __ATOMIC_RELAXED);
+	uint64_t mine = m->lock_value;
 
 	if (__atomic_compare_exchange_n(&t->s.lock, &mine, 0, false, __ATOMIC_RELEASE,
 					__ATOMIC_RELAXED) &&

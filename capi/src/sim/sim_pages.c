@@ -33,12 +33,16 @@
 #include "sim/sim_table.h"
 #include "util/error.h"
 
+/* O_NONBLOCK: a peer holding a lease on the memfd makes open() fail with
+ * EWOULDBLOCK at once instead of waiting fs.lease-break-time (45 s) for it;
+ * sim_lock retries within its bound. Nothing reads or writes through this
+ * description, so the flag changes nothing else. */
 static int reopen(int fd)
 {
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, O_RDWR | O_CLOEXEC);
+	return open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 }
 
 static struct flock page_range(const struct sim_map *m, uint32_t p, short type)
@@ -63,7 +67,7 @@ static int page_lock(const struct sim_map *m, int ofd, uint32_t p, short type)
 }
 
 /* After a fork: a description of our own, with a lock for every page we
- * map, then let go of the shared one, whose locks hold until the other
+ * map and our liveness byte (sim_lock.c), then let go of the shared one, whose locks hold until the other
  * process has done the same (or has died). If no fd can be opened now, keep
  * the shared one and drop none of its locks until we can: unlocking a range
  * there would drop the other process's lock on it too. */
@@ -78,6 +82,11 @@ static void own_description(struct sim_map *m)
 	for (uint32_t p = 0; p < SIM_MAP_UNITS; p++)
 		if (m->page_maps[p])
 			page_lock(m, nfd, p, F_RDLCK);
+	if (m->lock_value) {
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+				    .l_start = sim_live_offset(m->lock_value), .l_len = 1 };
+		fcntl(nfd, F_OFD_SETLK, &fl); /* a read lock: it cannot conflict */
+	}
 	close(m->ofd);
 	m->ofd = nfd;
 	m->ofd_shared = false;
@@ -133,8 +142,10 @@ void sim_page_release(struct sim_map *m, uint32_t p)
 		page_lock(m, m->ofd, p, F_UNLCK);
 }
 
-void sim_pages_after_fork(struct sim_map *m)
+void sim_pages_after_fork(struct sim_map *m, bool child)
 {
+	if (child)
+		m->lock_value = 0;
 	if (m->ofd >= 0)
 		own_description(m);
 }

@@ -52,17 +52,21 @@ static void reg_release(void)
  * shared open file description. Each takes a description of its own with
  * the locks for its mappings, then drops the shared one, whose locks thus
  * last until both have theirs (sim_pages.c). */
-static void reg_after_fork(void)
+static void after_fork(bool child)
 {
 	for (struct sim_map *m = entries; m; m = m->next)
-		sim_pages_after_fork(m);
+		sim_pages_after_fork(m, child);
 	reg_release();
+}
+
+static void reg_after_fork(void)
+{
+	after_fork(false);
 }
 
 static void reg_child(void)
 {
-	sim_lock_after_fork(); /* the child has another pid */
-	reg_after_fork();
+	after_fork(true); /* another process: another holder value */
 }
 
 static void register_atfork(void)

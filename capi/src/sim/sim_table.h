@@ -41,7 +41,7 @@
 #include "core/kinds.h"
 
 #define SIM_MAGIC 0x3242415453485352ull /* "RSHSTAB2" as little-endian bytes */
-#define SIM_LAYOUT 2
+#define SIM_LAYOUT 3 /* 3: the lock's liveness is an OFD lock (sim_lock.c) */
 #define SIM_GUID 0x02c0de5100000030ull /* sim0's node GUID */
 /* A table's memfd is sealed against any change of size, and the seals
  * themselves: nobody's mapping can ever lose its end (no SIGBUS). */
@@ -63,6 +63,11 @@
  * RSHARE_E_BUSY; RSHARE_SIM_LOCK_MS overrides it (read once per process;
  * tests use it to keep CI fast). */
 #define SIM_LOCK_BOUND_MS 5000u
+
+/* Liveness bytes (sim_lock.c): a holder value v's byte is at
+ * SIM_LIVE_BASE + (v & SIM_LIVE_MASK), far past the file's end. */
+#define SIM_LIVE_BASE (1ull << 61)
+#define SIM_LIVE_MASK ((1ull << 60) - 1)
 
 /* One shared load or store of a field. Relaxed: the lock orders honest
  * writers; a dishonest one can only change values, which we validate. */
@@ -121,8 +126,8 @@ struct sim_intent {
 };
 
 struct sim_shared {
-	/* The lock: owner pid in the low half (the futex word), the owner's
-	 * start-time tag in the high half; 0 when free. sim_lock.c. */
+	/* The lock: the holder's random value (its liveness byte, the low
+	 * half the futex word); 0 when free. sim_lock.c. */
 	uint64_t lock;
 	uint32_t waiters; /* a hint for unlock: someone may be in FUTEX_WAIT */
 	uint32_t reserved;
@@ -176,6 +181,10 @@ struct sim_map {
 	 * description of our own before the allocator or a map trusts it. */
 	bool ofd_shared;
 	uint32_t page_maps[SIM_MAP_UNITS]; /* live mappings of each unit here */
+	/* This process's holder value for the table's lock, its liveness
+	 * byte read-locked through ofd; 0 until the first lock (and again in
+	 * a forked child, another process). */
+	uint64_t lock_value;
 };
 
 /* Layout of a table for this machine's page size. */
@@ -202,8 +211,8 @@ int sim_test_map_inject(int fd, uint64_t table_id, struct sim_map **out);
  * m->t and the caller must sim_unlock(m). BUSY past the bound. */
 int sim_lock(struct sim_map *m, int fd);
 void sim_unlock(struct sim_map *m);
-/* In a forked child: forget the parent's lock value. */
-void sim_lock_after_fork(void);
+/* The liveness byte of holder value v (sim_lock.c). */
+off_t sim_live_offset(uint64_t v);
 /* Map the table in this process if it is not yet (sim_lookup). */
 int sim_map_table(struct sim_map *m, int fd);
 /* The bound in ms (SIM_LOCK_BOUND_MS or RSHARE_SIM_LOCK_MS). */
@@ -258,11 +267,8 @@ int sim_pages_ready(struct sim_map *m, int fd);
 bool sim_page_unmapped(struct sim_map *m, uint32_t p);
 int sim_page_hold(struct sim_map *m, int fd, uint32_t p);
 void sim_page_release(struct sim_map *m, uint32_t p);
-/* In a forked child: take a description of its own (registry's atfork). */
-void sim_pages_after_fork(struct sim_map *m);
-
-/* The pid's start-time tag (low 32 bits of /proc/PID/stat's starttime);
- * 0 if it cannot be read. Tells a process from a later one with its pid. */
-uint32_t sim_start_tag(pid_t pid);
+/* After a fork, in each process: take a description of its own
+ * (registry's atfork); the child forgets the parent's holder value. */
+void sim_pages_after_fork(struct sim_map *m, bool child);
 
 #endif

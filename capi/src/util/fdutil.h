@@ -3,12 +3,34 @@
 #ifndef RSHARE_UTIL_FDUTIL_H
 #define RSHARE_UTIL_FDUTIL_H
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 /* dup(fd) with O_CLOEXEC, retrying EINTR; -1 + errno on failure. */
 int rs_dup_cloexec(int fd);
 /* close() that keeps errno intact, for cleanup paths. */
 void rs_close_quietly(int fd);
+
+/* The most fds one message can carry (the kernel's SCM_MAX_FD): a control
+ * buffer this large receives them all, so the kernel drops none on the
+ * receiving thread (its last reference would be released there). */
+#define RS_SCM_MAX_FD 253
+
+/* Close an fd someone else sent (its close may block: FUSE, SO_LINGER)
+ * on a closer thread (closer.c), keeping errno; on the caller's thread only
+ * when CLOSER_QUEUE closes are pending. */
+void rs_close_untrusted(int fd);
+void rs_close_untrusted_all(const int *fds, int n);
+/* Close a socket whose peer is not trusted: the fds still queued on it
+ * would otherwise be released on this thread by close(); they are received
+ * and handed to the closer first. */
+void rs_close_socket_untrusted(int sock);
+/* Could fd be a device context: a character device (verbs) or a memfd
+ * that takes seals (sim0)? Asked without a round trip to the file's
+ * filesystem, so a FUSE daemon cannot stall the question. */
+bool rs_fd_may_be_device(int fd);
+/* Free places in the closer's queue. */
+size_t rs_closer_room(void);
 
 
 /* Room for one SCM_RIGHTS fd, aligned as a cmsghdr. */

@@ -24,6 +24,7 @@
 	X(RSHARE_E_PERM, "permission denied")                                    \
 	X(RSHARE_E_IO, "system call failed")                                     \
 	X(RSHARE_E_PROTOCOL, "malformed channel message")                        \
+	X(RSHARE_E_AGAIN, "would block: nothing consumed, try again when readable") \
 	X(RSHARE_E_FD_MISMATCH, "fd is not the memory the blob describes")
 
 const char *rs_status_name(int status);

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Attach from an event loop (since 1.2): 100 attach operations driven from
+ * one poll() loop against a broker in another process, half of them
+ * cancelled midway; afterwards this process holds no fd of them and the
+ * broker no waiting request (rshare_broker_waiting() and `rshare shares
+ * --waiting --json`). Also: a share too large for the first buffer is kept
+ * for the next call, rshare_attach_wait() ends on a signal only when asked,
+ * an operation whose broker stops fails cleanly, and rshare_channel_recv()
+ * on a non-blocking socket answers RSHARE_E_AGAIN and consumes nothing,
+ * and reads a 64 KiB stream message whole though it arrives in pieces.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include "broker_util.h"
+
+#define OPS 100
+#define NAME "loop/share"
+
+static char dir[64], path[100];
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A broker in a child process; its pid. Returns once it listens. */
+static pid_t broker_child(void)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	REQUIRE(pipe(ready) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		rshare_broker *b;
+		sigset_t set;
+		int sig;
+
+		close(ready[0]);
+		sigemptyset(&set);
+		sigaddset(&set, SIGTERM);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		if (rshare_broker_start(path, &b) != RSHARE_OK)
+			_exit(2);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(3);
+		sigwait(&set, &sig);
+		_exit(rshare_broker_stop(b) == RSHARE_OK ? 0 : 4);
+	}
+	close(ready[1]);
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	close(ready[0]);
+	return pid;
+}
+
+/* How many attaches wait at the broker, by rshare_broker_waiting(). */
+static int waiting_count(void)
+{
+	char json[65536];
+	size_t len;
+	int n = 0;
+
+	REQUIRE_OK(rshare_broker_waiting(path, json, sizeof(json), &len));
+	for (const char *p = json; (p = strstr(p, "\"name\":")); p++)
+		n++;
+	return n;
+}
+
+/* The output of `rshare ARGS... --socket path`. */
+static void cli_output(const char *args, char *out, size_t cap)
+{
+	char cmd[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s --socket '%s'", getenv("RSHARE_CLI"), args, path);
+	f = popen(cmd, "r");
+	REQUIRE(f != NULL);
+	n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	CHECK(pclose(f) == 0);
+}
+
+static void test_poll_loop(void)
+{
+	rshare_attach *op[OPS];
+	rshare_device *dev;
+	struct pollfd pfd[OPS];
+	int map[OPS], fds_before, fds_published, done = 0, cancelled = 0, fd;
+	unsigned char small[8], payload[2 * RSHARE_BLOB_MAX];
+	size_t len;
+	struct pub p;
+	rshare_share *sh;
+	static char out[65536];
+
+	fds_before = count_fds();
+	for (int i = 0; i < OPS; i++) {
+		REQUIRE_OK(rshare_broker_attach_start(path, NAME, &op[i]));
+		REQUIRE_OK(rshare_attach_fd(op[i], &fd));
+		CHECK(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC));
+	}
+	CHECK(count_fds() == fds_before + OPS);
+	CHECK(waiting_count() == OPS);
+	cli_output("shares --waiting --json", out, sizeof(out));
+	CHECK(strstr(out, "\"name\":\"" NAME "\"") != NULL);
+
+	/* Nothing published yet: nothing readable, finish says AGAIN and the
+	 * operation goes on. */
+	for (int i = 0; i < OPS; i++) {
+		REQUIRE_OK(rshare_attach_fd(op[i], &pfd[i].fd));
+		pfd[i].events = POLLIN;
+	}
+	CHECK(poll(pfd, OPS, 50) == 0);
+	CHECK_ST(rshare_attach_finish(op[0], &dev, payload, sizeof(payload), &len), RSHARE_E_AGAIN);
+	CHECK(rshare_last_errno() == EAGAIN);
+
+	/* Midway: cancel every second one. */
+	for (int i = 0; i < OPS; i += 2) {
+		CHECK_OK(rshare_attach_cancel(op[i]));
+		CHECK_ST(rshare_attach_cancel(op[i]), RSHARE_E_STALE);
+		CHECK_ST(rshare_attach_fd(op[i], &fd), RSHARE_E_STALE);
+		CHECK_ST(rshare_attach_finish(op[i], &dev, payload, sizeof(payload), &len),
+			 RSHARE_E_STALE);
+		cancelled++;
+	}
+	CHECK(count_fds() == fds_before + OPS - cancelled);
+	CHECK(waiting_count() == OPS - cancelled);
+
+	/* The publisher appears; the loop collects the rest. */
+	pub_make(&p);
+	REQUIRE_OK(rshare_broker_publish(path, NAME, p.dev, p.payload, p.len, NULL, &sh));
+	fds_published = count_fds();
+	for (uint64_t deadline = ms_now() + 10000; done < OPS - cancelled && ms_now() < deadline;) {
+		int n = 0;
+
+		for (int i = 1; i < OPS; i += 2) {
+			if (!op[i])
+				continue;
+			REQUIRE_OK(rshare_attach_fd(op[i], &pfd[n].fd));
+			pfd[n].events = POLLIN;
+			map[n++] = i;
+		}
+		REQUIRE(poll(pfd, (nfds_t)n, 1000) >= 0);
+		for (int k = 0; k < n; k++) {
+			int i = map[k], st;
+
+			if (!pfd[k].revents)
+				continue;
+			/* A buffer too small: told the size, the share is kept. */
+			if (i % 10 == 1) {
+				CHECK_ST(rshare_attach_finish(op[i], &dev, small, sizeof(small), &len),
+					 RSHARE_E_NOSPACE);
+				CHECK(len == p.len);
+			}
+			st = rshare_attach_finish(op[i], &dev, payload, sizeof(payload), &len);
+			if (st == RSHARE_E_AGAIN)
+				continue;
+			CHECK_OK(st);
+			if (st)
+				continue;
+			CHECK(len == p.len && memcmp(payload, p.payload, len) == 0);
+			{
+				rshare_pd *pd;
+				CHECK_OK(rshare_pd_import(dev, payload, 44, &pd));
+				CHECK_OK(rshare_pd_unimport(pd));
+			}
+			CHECK_OK(rshare_device_close(dev));
+			CHECK_ST(rshare_attach_finish(op[i], &dev, payload, sizeof(payload), &len),
+				 RSHARE_E_STALE);
+			op[i] = NULL;
+			done++;
+		}
+	}
+	CHECK(done == OPS - cancelled);
+	CHECK(count_fds() == fds_published - (OPS - cancelled));
+	CHECK(waiting_count() == 0);
+	cli_output("shares --waiting --json", out, sizeof(out));
+	CHECK(strcmp(out, "[]\n") == 0);
+	cli_output("shares --json", out, sizeof(out));
+	CHECK(strstr(out, "\"attaches\":50") != NULL);
+	CHECK_OK(rshare_broker_withdraw(sh));
+	pub_free(&p);
+	CHECK(count_fds() == fds_before);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* rshare_attach_wait(): a signal ends the wait only with RSHARE_WAIT_SIGNAL. */
+static void test_wait_signal(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { .it_value = { 0, 100000 } };
+	rshare_attach *op;
+	uint64_t t0;
+
+	sigemptyset(&sa.sa_mask);
+	REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0);
+	REQUIRE_OK(rshare_broker_attach_start(path, "never/published", &op));
+
+	t0 = ms_now();
+	REQUIRE(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	CHECK_ST(rshare_attach_wait(op, 5000, RSHARE_WAIT_SIGNAL), RSHARE_E_AGAIN);
+	CHECK(rshare_last_errno() == EINTR);
+	CHECK(ms_now() - t0 < 2000);
+
+	/* Without the flag the signal is waited through, to the timeout. */
+	t0 = ms_now();
+	REQUIRE(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	CHECK_ST(rshare_attach_wait(op, 400, 0), RSHARE_E_AGAIN);
+	CHECK(rshare_last_errno() == ETIMEDOUT);
+	CHECK(ms_now() - t0 >= 400);
+
+	CHECK_ST(rshare_attach_wait(op, 0, 2), RSHARE_E_INVAL);
+	CHECK_MSG("unknown wait flags");
+	CHECK(waiting_count() == 1);
+	CHECK_OK(rshare_attach_cancel(op));
+	CHECK(waiting_count() == 0);
+	CHECK_ST(rshare_attach_wait(op, 0, 0), RSHARE_E_STALE);
+}
+
+static void test_bad_arguments(void)
+{
+	rshare_attach *op;
+	rshare_device *dev;
+	size_t len;
+	int fd;
+
+	CHECK_ST(rshare_broker_attach_start(path, NAME, NULL), RSHARE_E_INVAL);
+	CHECK_ST(rshare_broker_attach_start(path, NULL, &op), RSHARE_E_INVAL);
+	CHECK_ST(rshare_broker_attach_start(path, "bad//name", &op), RSHARE_E_INVAL);
+	CHECK_ST(rshare_attach_fd(NULL, &fd), RSHARE_E_INVAL);
+	CHECK_ST(rshare_attach_finish(NULL, &dev, NULL, 0, &len), RSHARE_E_INVAL);
+	CHECK_ST(rshare_attach_cancel(NULL), RSHARE_E_INVAL);
+	REQUIRE_OK(rshare_broker_attach_start(path, NAME, &op));
+	CHECK_ST(rshare_attach_fd(op, NULL), RSHARE_E_INVAL);
+	CHECK_ST(rshare_attach_finish(op, NULL, NULL, 0, &len), RSHARE_E_INVAL);
+	CHECK_ST(rshare_attach_finish(op, &dev, NULL, 0, NULL), RSHARE_E_INVAL);
+	CHECK_OK(rshare_attach_cancel(op));
+	/* No broker there: the start fails and holds nothing. */
+	{
+		int before = count_fds();
+		char nowhere[128];
+
+		snprintf(nowhere, sizeof(nowhere), "%s/none.sock", dir);
+		CHECK_ST(rshare_broker_attach_start(nowhere, NAME, &op), RSHARE_E_IO);
+		CHECK(rshare_last_errno() == ENOENT || rshare_last_errno() == ECONNREFUSED);
+		CHECK(count_fds() == before);
+	}
+}
+
+/* The broker stops while an operation waits: finish reports it, once. */
+static void test_broker_gone(pid_t broker)
+{
+	rshare_attach *op;
+	rshare_device *dev;
+	unsigned char payload[64];
+	size_t len;
+	int fd, st, before = count_fds();
+
+	REQUIRE_OK(rshare_broker_attach_start(path, "gone/soon", &op));
+	REQUIRE_OK(rshare_attach_fd(op, &fd));
+	REQUIRE(kill(broker, SIGTERM) == 0);
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+	CHECK_ST(rshare_attach_finish(op, &dev, payload, sizeof(payload), &len), RSHARE_E_IO);
+	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
+	CHECK(count_fds() == before);
+	REQUIRE(waitpid(broker, &st, 0) == broker);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* ---- the channel on non-blocking sockets ---- */
+
+struct sender {
+	int sock;
+	rshare_device *dev;
+	unsigned char *payload;
+	int status; /* checked by the main thread after the join */
+};
+
+static void *send_big(void *arg)
+{
+	struct sender *s = arg;
+
+	s->status = rshare_channel_send(s->sock, s->dev, s->payload, RSHARE_PAYLOAD_MAX);
+	return NULL;
+}
+
+static void test_channel_nonblocking(void)
+{
+	static unsigned char big[RSHARE_PAYLOAD_MAX], got[RSHARE_PAYLOAD_MAX];
+	int sv[2], rcv = 4096, st, before;
+	rshare_device *dev, *in;
+	struct sender s;
+	pthread_t th;
+	size_t len;
+
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (unsigned char)(i * 7);
+	for (int type = 0; type < 2; type++) {
+		REQUIRE(socketpair(AF_UNIX, type ? SOCK_SEQPACKET : SOCK_STREAM, 0, sv) == 0);
+		REQUIRE(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+		before = count_fds();
+		CHECK_ST(rshare_channel_recv(sv[1], &in, got, sizeof(got), &len), RSHARE_E_AGAIN);
+		CHECK(rshare_last_errno() == EAGAIN);
+		CHECK(count_fds() == before);
+		if (type == 0) {
+			/* A small receive buffer: the 64 KiB message arrives in pieces. */
+			REQUIRE(setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) == 0);
+			REQUIRE(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &rcv, sizeof(rcv)) == 0);
+		}
+		s = (struct sender){ sv[0], dev, big, -1 };
+		REQUIRE(pthread_create(&th, NULL, send_big, &s) == 0);
+		for (;;) {
+			struct pollfd pf = { sv[1], POLLIN, 0 };
+
+			REQUIRE(poll(&pf, 1, 5000) == 1);
+			st = rshare_channel_recv(sv[1], &in, got, sizeof(got), &len);
+			if (st != RSHARE_E_AGAIN)
+				break;
+		}
+		CHECK_OK(st);
+		CHECK(len == sizeof(big) && memcmp(got, big, len) == 0);
+		if (st == RSHARE_OK)
+			CHECK_OK(rshare_device_close(in));
+		pthread_join(th, NULL);
+		CHECK_OK(s.status);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	CHECK_OK(rshare_device_close(dev));
+}
+
+int main(void)
+{
+	pid_t broker;
+
+	signal(SIGPIPE, SIG_IGN);
+	make_endpoint(dir, sizeof(dir), path, sizeof(path));
+	broker = broker_child();
+	test_bad_arguments();
+	test_poll_loop();
+	test_wait_signal();
+	test_broker_gone(broker);
+	test_channel_nonblocking();
+	rmdir(dir);
+	TEST_DONE();
+}

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+"""rshare.aio: receive and attach on the running asyncio loop, without a
+thread, cancellable. A cancelled or timed-out attach leaves no fd in the
+process and no waiting request at the broker, and the program exits at once
+(each such case runs in a fresh interpreter, timed from outside)."""
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import rshare
+import rshare.aio
+
+# The prologue of the scripts run in a fresh interpreter: argv[1] is the
+# endpoint of the broker this test process serves.
+PROLOGUE = '''
+import asyncio, os, sys, threading, time
+import rshare, rshare.aio
+ep = sys.argv[1]
+def fds():
+    return len(os.listdir("/proc/self/fd"))
+'''
+
+# After the script's main(): nothing left, and asyncio.run returned.
+EPILOGUE = '''
+before = fds()
+asyncio.run(main())
+print("fds", fds() - before)
+print("waiting", len(rshare.waiting(ep)))
+print("threads", threading.active_count())
+'''
+
+
+def run_script(body, endpoint, limit=10):
+    """Run PROLOGUE + body + EPILOGUE; its output lines and wall time."""
+    code = PROLOGUE + textwrap.dedent(body) + EPILOGUE
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code, endpoint], capture_output=True,
+                          text=True, timeout=limit)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.split("\n"), took
+
+
+def assert_left_nothing(lines):
+    assert "fds 0" in lines and "waiting 0" in lines and "threads 1" in lines, lines
+
+
+def test_wait_for_times_out_and_the_program_exits_at_once(endpoint):
+    with rshare.serve(endpoint):
+        lines, took = run_script('''
+            async def main():
+                t0 = time.monotonic()
+                try:
+                    await asyncio.wait_for(rshare.aio.attach("aio/never", timeout=None,
+                                                             endpoint=ep), 0.3)
+                except TimeoutError:
+                    print("TimeoutError", 0.29 <= time.monotonic() - t0 < 2)
+            ''', endpoint)
+    assert "TimeoutError True" in lines, lines  # after 0.3 s, not much later
+    assert_left_nothing(lines)
+    assert took < 5, took  # interpreter start-up included: no wait at shutdown
+
+
+def test_task_cancel(endpoint):
+    with rshare.serve(endpoint):
+        lines, took = run_script('''
+            async def main():
+                task = asyncio.ensure_future(rshare.aio.attach("aio/never", endpoint=ep))
+                while not rshare.waiting(ep):
+                    await asyncio.sleep(0.01)
+                print("waiting before cancel", len(rshare.waiting(ep)))
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    print("cancelled")
+            ''', endpoint)
+    assert "waiting before cancel 1" in lines and "cancelled" in lines, lines
+    assert_left_nothing(lines)
+    assert took < 5, took
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is Python 3.11+")
+def test_asyncio_timeout(endpoint):
+    with rshare.serve(endpoint):
+        lines, _ = run_script('''
+            async def main():
+                try:
+                    async with asyncio.timeout(0.2):
+                        await rshare.aio.attach("aio/never", endpoint=ep)
+                except TimeoutError:
+                    print("timed out")
+            ''', endpoint)
+    assert "timed out" in lines, lines
+    assert_left_nothing(lines)
+
+
+def test_own_timeout_is_not_found(endpoint):
+    async def main():
+        start = time.monotonic()
+        with pytest.raises(rshare.NotFound, match="aio/absent"):
+            await rshare.aio.attach("aio/absent", timeout=0.2, endpoint=endpoint)
+        with pytest.raises(rshare.NotFound):
+            await rshare.aio.attach("aio/absent", timeout=0, endpoint=endpoint)
+        assert 0.15 < time.monotonic() - start < 3
+        assert rshare.waiting(endpoint) == []
+        with pytest.raises(ValueError):
+            await rshare.aio.attach("aio/absent", timeout=-1, endpoint=endpoint)
+        with pytest.raises(rshare.InvalidArgument):
+            await rshare.aio.attach("bad//name", endpoint=endpoint)
+
+    with rshare.serve(endpoint):
+        asyncio.run(main())
+    with pytest.raises(rshare.SystemCallError):  # no broker there now
+        asyncio.run(rshare.aio.attach("aio/absent", endpoint=endpoint))
+
+
+PUBLISHER = '''
+import sys, rshare
+with rshare.open("sim0") as dev, dev.alloc_pd() as pd, dev.alloc_var() as var:
+    var.map()[0:5] = b"fifty"
+    with rshare.publish("aio/fifty", dev, pd=pd, var=var, endpoint=sys.argv[1]):
+        print("published", pd.handle, flush=True)
+        sys.stdin.read()
+'''
+
+
+def test_fifty_concurrent_attaches_complete_when_the_publisher_appears(endpoint):
+    async def main():
+        tasks = [asyncio.ensure_future(rshare.aio.attach("aio/fifty", endpoint=endpoint))
+                 for _ in range(50)]
+        deadline = time.monotonic() + 10
+        while len(rshare.waiting(endpoint)) < 50 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert len(rshare.waiting(endpoint)) == 50
+        assert not any(t.done() for t in tasks)
+        publisher = subprocess.Popen([sys.executable, "-c", PUBLISHER, endpoint],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            shares = await asyncio.wait_for(asyncio.gather(*tasks), 20)
+            handle = int(publisher.stdout.readline().split()[1])
+            # Published: timeout=0 attaches without waiting.
+            shares.append(await rshare.aio.attach("aio/fifty", timeout=0, endpoint=endpoint))
+            for share in shares:
+                with share:
+                    assert share.pd.handle == handle
+                    assert bytes(share.var.map()[0:5]) == b"fifty"
+        finally:
+            publisher.stdin.close()
+            assert publisher.wait(timeout=20) == 0
+        assert rshare.waiting(endpoint) == []
+
+    with rshare.serve(endpoint):
+        asyncio.run(main())
+
+
+def test_recv_on_the_loop():
+    async def main():
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with a, b, rshare.open("sim0") as dev:
+            with pytest.raises(ValueError, match="non-blocking"):
+                await rshare.aio.recv(a)
+            a.setblocking(False)
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.1, rshare.send, b, dev, b"hello")
+            got, payload = await asyncio.wait_for(rshare.aio.recv(a), 5)
+            with got:
+                assert payload == b"hello" and got.name == dev.name
+            # Cancelled while waiting: the reader is gone, nothing consumed.
+            task = asyncio.ensure_future(rshare.aio.recv(a))
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert loop.remove_reader(a.fileno()) is False
+            rshare.send(b, dev, b"next")
+            got, payload = await asyncio.wait_for(rshare.aio.recv(a), 5)
+            with got:
+                assert payload == b"next"
+
+    before = len(os.listdir("/proc/self/fd"))
+    asyncio.run(main())
+    assert len(os.listdir("/proc/self/fd")) == before
