@@ -2,7 +2,7 @@
 """Build the compiled module rshare._rshare for pip (metadata: pyproject.toml).
 
 The module is SWIG's wrapper of swig/rshare.i plus the hand-written C in
-swig/python/, linked against librshare.so.1, which comes from
+bindings/python/ext/, linked against librshare.so.1, which comes from
   - RSHARE_LIBDIR=<dir>: the library in <dir> (e.g. a CMake build tree's
     build/lib), found by the module through its RUNPATH; or
   - an installed librshare of this version or newer that `pkg-config rshare`
@@ -32,7 +32,7 @@ SWIG_INTERFACE = os.path.join("swig", "rshare.i")
 SONAME = "librshare.so.1"
 # Every hand-written C file of the module (the CMake build lists the same).
 C_SOURCES = sorted(os.path.relpath(p, ROOT)
-                   for p in glob.glob(os.path.join(ROOT, "swig", "python", "*.c")))
+                   for p in glob.glob(os.path.join(ROOT, "bindings", "python", "ext", "*.c")))
 SYSTEM_DIRS = {"/usr/lib", "/lib", "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"}
 
 
@@ -149,11 +149,11 @@ setup(
     ext_modules=[Extension(
         "rshare._rshare",
         sources=[SWIG_INTERFACE, *C_SOURCES],
-        include_dirs=[os.path.join("capi", "include"), "swig"],
+        include_dirs=[os.path.join("capi", "include"), os.path.join("bindings", "python", "ext")],
         library_dirs=[LIBDIR] if LIBDIR else [],
         libraries=["rshare"],
         runtime_library_dirs=[LIBDIR] if LIBDIR and LIBDIR not in SYSTEM_DIRS else [],
-        depends=[HEADER, os.path.join("swig", "python", "pymodule.h"),
+        depends=[HEADER, os.path.join("bindings", "python", "ext", "pymodule.h"),
                  os.path.join("swig", "python", "rshare_python.i")],
     )],
     cmdclass={"build_ext": BuildExt, **wheel_command()},

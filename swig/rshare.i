@@ -167,7 +167,7 @@
 %ignore rshare_broker_withdraw_name;
 %ignore rshare_broker_attach;
 %ignore rshare_broker_list;
-/* Since 1.2, wrapped the same way (swig/python/broker.c, swig/lua/broker_lua.i). */
+/* Since 1.2, wrapped the same way (bindings/python/ext/broker.c, swig/lua/broker_lua.i). */
 %ignore rshare_broker_waiting;
 %ignore rshare_broker_attach_start;
 %ignore rshare_attach_fd;

@@ -28,7 +28,7 @@
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
-#include "python/pymodule.h"
+#include "pymodule.h" /* bindings/python/ext */
 %}
 %init %{
 	if (rs_py_init(m) < 0)

@@ -62,6 +62,7 @@ static const struct frozen table[] = {
 	FROZEN(enum rshare_caps, RSHARE_CAP_MR, 4),
 	FROZEN(enum rshare_caps, RSHARE_CAP_DM, 8),
 	FROZEN(enum rshare_caps, RSHARE_CAP_NATIVE, 16),
+	FROZEN(enum rshare_caps, RSHARE_CAP_LEDGER, 32),
 	FROZEN(enum rshare_field, RSHARE_FIELD_KIND, 1),
 	FROZEN(enum rshare_field, RSHARE_FIELD_PROVIDER, 2),
 	FROZEN(enum rshare_field, RSHARE_FIELD_GUID, 3),

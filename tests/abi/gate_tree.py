@@ -109,7 +109,8 @@ class Tree:
         key.update(" ".join(cflags).encode())
         obj = self.objcache / (key.hexdigest()[:24] + ".o")
         if not obj.exists():
-            inc = ["-I%s" % (self.dir / "capi" / d) for d in ("include", "src", "src/core")]
+            inc = ["-I%s" % (self.dir / "capi" / d) for d in ("include", "src", "src/core",
+                                                                   "generated")]
             tmp = obj.with_suffix(".tmp.o")
             subprocess.run(["cc", "-c", *cflags, *inc, "-o", str(tmp), str(path)], check=True)
             tmp.rename(obj)
@@ -118,6 +119,11 @@ class Tree:
     def build(self, visibility="hidden", version_script=True):
         """Link librshare.so.1 from the copy; returns its path."""
         cflags = CFLAGS + ["-fvisibility=%s" % visibility]
+        # The status list, generated from the copy's header as the build does.
+        (self.dir / "capi" / "generated").mkdir(exist_ok=True)
+        subprocess.run(["cmake", "-DHEADER=%s" % self.header,
+                        "-DOUT=%s" % (self.dir / "capi" / "generated" / "rs_status_list.h"),
+                        "-P", str(ROOT / "capi" / "status_list.cmake")], check=True)
         with ThreadPoolExecutor(max_workers=2) as pool:
             objs = list(pool.map(lambda s: self._compile(s, cflags), self.sources))
         lib = self.dir / "librshare.so.1"

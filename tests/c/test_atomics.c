@@ -287,7 +287,7 @@ static int resume(pid_t pid, int req)
 	return WSTOPSIG(st);
 }
 
-int main(void)
+static void case_locked_ops_per_call(void)
 {
 	char path[400];
 	uint64_t base;
@@ -338,5 +338,10 @@ int main(void)
 		REQUIRE(waitpid(pid, &st, 0) == pid);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_atomics ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

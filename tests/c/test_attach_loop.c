@@ -92,7 +92,7 @@ static void cli_output(const char *args, char *out, size_t cap)
 	CHECK(pclose(f) == 0);
 }
 
-static void test_poll_loop(void)
+static void case_poll_loop(void)
 {
 	rshare_attach *op[OPS];
 	rshare_device *dev;
@@ -200,7 +200,7 @@ static void on_alarm(int sig)
 }
 
 /* rshare_attach_wait(): a signal ends the wait only with RSHARE_WAIT_SIGNAL. */
-static void test_wait_signal(void)
+static void case_wait_signal(void)
 {
 	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
 	struct itimerval it = { .it_value = { 0, 100000 } };
@@ -232,7 +232,7 @@ static void test_wait_signal(void)
 	CHECK_ST(rshare_attach_wait(op, 0, 0), RSHARE_E_STALE);
 }
 
-static void test_bad_arguments(void)
+static void case_bad_arguments(void)
 {
 	rshare_attach *op;
 	rshare_device *dev;
@@ -263,7 +263,9 @@ static void test_bad_arguments(void)
 }
 
 /* The broker stops while an operation waits: finish reports it, once. */
-static void test_broker_gone(pid_t broker)
+static pid_t broker; /* the broker process of the case, 0 once reaped */
+
+static void case_broker_gone(void)
 {
 	rshare_attach *op;
 	rshare_device *dev;
@@ -280,6 +282,7 @@ static void test_broker_gone(pid_t broker)
 	CHECK(count_fds() == before);
 	REQUIRE(waitpid(broker, &st, 0) == broker);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	broker = 0;
 }
 
 /* ---- the channel on non-blocking sockets ---- */
@@ -299,7 +302,7 @@ static void *send_big(void *arg)
 	return NULL;
 }
 
-static void test_channel_nonblocking(void)
+static void case_channel_nonblocking(void)
 {
 	static unsigned char big[RSHARE_PAYLOAD_MAX], got[RSHARE_PAYLOAD_MAX];
 	int sv[2], rcv = 4096, st, before;
@@ -345,18 +348,29 @@ static void test_channel_nonblocking(void)
 	CHECK_OK(rshare_device_close(dev));
 }
 
-int main(void)
+/* Every case: a broker in a process of its own (broker_gone stops it). */
+static void setup(void)
 {
-	pid_t broker;
-
 	signal(SIGPIPE, SIG_IGN);
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
 	broker = broker_child();
-	test_bad_arguments();
-	test_poll_loop();
-	test_wait_signal();
-	test_broker_gone(broker);
-	test_channel_nonblocking();
-	rmdir(dir);
-	TEST_DONE();
 }
+
+static void teardown(void)
+{
+	int st;
+
+	if (broker) {
+		REQUIRE(kill(broker, SIGTERM) == 0);
+		REQUIRE(waitpid(broker, &st, 0) == broker);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		broker = 0;
+	}
+	rmdir(dir);
+}
+
+#define T_PROGRAM_test_attach_loop ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

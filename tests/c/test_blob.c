@@ -146,45 +146,80 @@ static size_t mr_dm_blob(rshare_device *dev, rshare_pd *pd, const unsigned char 
 	return craft(pd_blob, kind, b);
 }
 
-int main(void)
-{
-	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX], b[RSHARE_BLOB_MAX];
-	char json[512];
-	rshare_device *dev;
-	rshare_pd *pd, *imp;
-	rshare_var *var;
-	size_t pd_len, var_len, n;
-	int kind;
+/* Every case: sim0, a PD and a VAR, their blobs; an MR and device memory
+ * and theirs (crafted where sim0 lacks them). */
+static rshare_device *dev;
+static rshare_pd *pd;
+static rshare_var *var;
+static void *mr, *dm;
+static unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX];
+static unsigned char mr_blob[RSHARE_BLOB_MAX], dm_blob[RSHARE_BLOB_MAX];
+static size_t pd_len, var_len, mr_len, dm_len;
 
+static void setup(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
 	pd_len = export_pd(pd, pd_blob);
 	var_len = export_var(var, var_blob);
+	mr_len = mr_dm_blob(dev, pd, pd_blob, RSHARE_KIND_MR, mr_blob, &mr);
+	dm_len = mr_dm_blob(dev, pd, pd_blob, RSHARE_KIND_DM, dm_blob, &dm);
+}
+
+/* The originals were never harmed. */
+static void teardown(void)
+{
+	rshare_pd *imp;
+
+	CHECK_OK(rshare_pd_import(dev, pd_blob, pd_len, &imp));
+	CHECK_OK(rshare_pd_unimport(imp));
+	if (mr)
+		CHECK_OK(rshare_mr_dereg(mr));
+	if (dm)
+		CHECK_OK(rshare_dm_free(dm));
+	CHECK_OK(rshare_var_free(var));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+static void case_layout(void)
+{
 	CHECK(pd_len == 44 && var_len == 60);
 	check_layout(pd_blob, pd_len, RSHARE_KIND_PD);
 	check_layout(var_blob, var_len, RSHARE_KIND_VAR);
+	CHECK(mr_len == 84 && dm_len == 52);
+	check_layout(mr_blob, mr_len, RSHARE_KIND_MR);
+	check_layout(dm_blob, dm_len, RSHARE_KIND_DM);
+}
 
+static void case_battery_pd(void)
+{
 	battery(dev, pd, pd_blob, pd_len, RSHARE_KIND_PD);
+}
+
+static void case_battery_var(void)
+{
 	battery(dev, pd, var_blob, var_len, RSHARE_KIND_VAR);
-	{
-		unsigned char mr_blob[RSHARE_BLOB_MAX], dm_blob[RSHARE_BLOB_MAX];
-		void *mr, *dm;
-		size_t mr_len = mr_dm_blob(dev, pd, pd_blob, RSHARE_KIND_MR, mr_blob, &mr);
-		size_t dm_len = mr_dm_blob(dev, pd, pd_blob, RSHARE_KIND_DM, dm_blob, &dm);
+}
 
-		CHECK(mr_len == 84 && dm_len == 52);
-		check_layout(mr_blob, mr_len, RSHARE_KIND_MR);
-		check_layout(dm_blob, dm_len, RSHARE_KIND_DM);
-		battery(dev, pd, mr_blob, mr_len, RSHARE_KIND_MR);
-		battery(dev, pd, dm_blob, dm_len, RSHARE_KIND_DM);
-		if (mr)
-			CHECK_OK(rshare_mr_dereg(mr));
-		if (dm)
-			CHECK_OK(rshare_dm_free(dm));
-	}
+static void case_battery_mr(void)
+{
+	battery(dev, pd, mr_blob, mr_len, RSHARE_KIND_MR);
+}
 
-	/* Specific refusals and their statuses. */
+static void case_battery_dm(void)
+{
+	battery(dev, pd, dm_blob, dm_len, RSHARE_KIND_DM);
+}
+
+/* Specific refusals and their statuses. */
+static void case_refusals(void)
+{
+	unsigned char b[RSHARE_BLOB_MAX];
+	rshare_pd *imp;
+	int kind;
+
 	CHECK_ST(rshare_blob_kind(NULL, 44, &kind), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_kind(pd_blob, pd_len, NULL), RSHARE_E_INVAL);
 	memcpy(b, pd_blob, pd_len);
@@ -203,8 +238,14 @@ int main(void)
 	memset(b, 0, sizeof(b));
 	CHECK_ST(rshare_blob_kind(b, sizeof(b), &kind), RSHARE_E_BLOB_CORRUPT);
 	CHECK_ST(rshare_blob_kind(pd_blob, 0, &kind), RSHARE_E_BLOB_CORRUPT);
+}
 
-	/* Describe: JSON with the fields, and the NOSPACE convention. */
+/* Describe: JSON with the fields, and the NOSPACE convention. */
+static void case_describe(void)
+{
+	char json[512];
+	size_t n;
+
 	CHECK_OK(rshare_blob_describe(pd_blob, pd_len, json, sizeof(json), &n));
 	CHECK(n == strlen(json));
 	CHECK(json[0] == '{' && json[n - 1] == '}');
@@ -220,12 +261,10 @@ int main(void)
 	CHECK_OK(rshare_blob_describe(var_blob, var_len, json, n + 1, &n));
 	CHECK_ST(rshare_blob_describe(var_blob, var_len, json, sizeof(json), NULL),
 		 RSHARE_E_INVAL);
-
-	/* The originals were never harmed. */
-	CHECK_OK(rshare_pd_import(dev, pd_blob, pd_len, &imp));
-	CHECK_OK(rshare_pd_unimport(imp));
-	CHECK_OK(rshare_var_free(var));
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_blob ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -797,31 +797,23 @@ static void case_endpoint(void)
 	rmdir(open_dir);
 }
 
-int main(int argc, char **argv)
+static void setup(void)
 {
-	const char *only = argc > 1 ? argv[1] : NULL;
-
 	signal(SIGPIPE, SIG_IGN);
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
-	if (!only || strcmp(only, "hostile") == 0)
-		case_hostile();
-	if (!only || strcmp(only, "listamp") == 0)
-		case_listamp();
-	if (!only || strcmp(only, "nofile") == 0)
-		case_nofile();
-	if (!only || strcmp(only, "inflight") == 0)
-		case_inflight();
-	if (!only || strcmp(only, "kept") == 0)
-		case_kept();
-	if (!only || strcmp(only, "endpoint") == 0)
-		case_endpoint();
-	/* Last: they leave closer threads in this process (stuck until their
-	 * fds' other sides let go), and ThreadSanitizer does not allow a
-	 * forked child of a multithreaded process to start threads. */
-	if (!only || strcmp(only, "linger") == 0)
-		case_linger();
-	if (!only || strcmp(only, "fuse") == 0)
-		case_fuse();
-	rmdir(dir);
-	TEST_DONE();
 }
+
+static void teardown(void)
+{
+	rmdir(dir);
+}
+
+/* c_cases.def runs linger and fuse last: they leave closer threads in this
+ * process (stuck until their fds' other sides let go), and ThreadSanitizer
+ * does not allow a forked child of a multithreaded process to start
+ * threads. */
+#define T_PROGRAM_test_broker_trust ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

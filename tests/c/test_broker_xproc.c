@@ -351,22 +351,27 @@ static void cli(const char *ep)
 	CHECK_OK(rshare_broker_withdraw_name(ep, "cli/x"));
 }
 
-int main(int argc, char **argv)
+static void setup(void)
 {
-	struct child d;
-	rshare_broker *b;
-	struct stat st;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (argc == 5 && !strcmp(argv[1], "publish"))
-		return helper_publish(argv[2], argv[3], atoi(argv[4]));
-	if (argc == 5 && !strcmp(argv[1], "attach"))
-		return helper_attach(argv[2], argv[3], atoi(argv[4]));
 	REQUIRE(getenv("RSHARE_TEST_HELPER") && getenv("RSHARE_CLI"));
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
 	snprintf(path2, sizeof(path2), "%s/embedded.sock", dir);
+}
 
-	d = start_daemon(path);
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
+/* Through the `rshare serve` daemon, which then exits cleanly on SIGTERM. */
+static void case_daemon(void)
+{
+	struct child d = start_daemon(path);
+	struct stat st;
+
 	by_name(path);
 	attach_waits(path);
 	publisher_killed(path);
@@ -376,6 +381,12 @@ int main(int argc, char **argv)
 	kill(d.pid, SIGTERM);
 	CHECK(finish(&d) == 0); /* a clean exit on SIGTERM */
 	CHECK(stat(path, &st) != 0 && errno == ENOENT);
+}
+
+/* Socket activation, then the same through a broker embedded here. */
+static void case_embedded(void)
+{
+	rshare_broker *b;
 
 	socket_activation(path2);
 	REQUIRE_OK(rshare_broker_start(path2, &b));
@@ -384,10 +395,19 @@ int main(int argc, char **argv)
 	publisher_killed(path2);
 	persistent(path2);
 	CHECK_OK(rshare_broker_stop(b));
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		CHECK(system(cmd) == 0);
-	}
-	TEST_DONE();
+}
+
+#define T_PROGRAM_test_broker_xproc ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 5 && !strcmp(argv[1], "publish"))
+		return helper_publish(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 5 && !strcmp(argv[1], "attach"))
+		return helper_attach(argv[2], argv[3], atoi(argv[4]));
+	return T_RUN(setup, teardown, argc, argv);
 }

@@ -243,22 +243,25 @@ static void broker_carries_buffers(rshare_device *dev, rshare_pd *pd)
 	rmdir(dir);
 }
 
-int main(void)
+/* Every case: sim0, a PD and a BUF_LEN buffer on it (its first half
+ * written i * 7), its fd, borrowed MR and blobs; the teardown frees what
+ * the case left and checks that no fd leaked. */
+static rshare_device *dev;
+static rshare_pd *pd;
+static rshare_buf *buf; /* NULL once freed */
+static rshare_mr *mr;
+static unsigned char pd_blob[RSHARE_BLOB_MAX], blob[RSHARE_BLOB_MAX], *p;
+static size_t plen, blen;
+static uint64_t addr;
+static uint32_t lkey, rkey;
+static int fd, before;
+
+static void setup(void)
 {
-	unsigned char pd_blob[RSHARE_BLOB_MAX], blob[RSHARE_BLOB_MAX], msg[2 * RSHARE_BLOB_MAX + 2];
-	rshare_device *dev;
-	rshare_pd *pd;
-	rshare_buf *buf, *early;
-	rshare_mr *mr;
-	struct keys k;
-	uint64_t addr, length, v;
-	uint32_t lkey, rkey, access, caps;
-	size_t plen, blen, n;
-	unsigned char *p, *q;
-	struct stat st;
-	int sv[2], fd, kept, ok, ws, before;
+	uint64_t length;
+	uint32_t access, caps;
+	size_t n;
 	void *ptr;
-	pid_t pid;
 
 	before = count_fds();
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
@@ -277,8 +280,23 @@ int main(void)
 	CHECK(addr == (uint64_t)(uintptr_t)ptr && length == BUF_LEN && access == ACCESS);
 	plen = export_pd(pd, pd_blob);
 	REQUIRE_OK(rshare_buf_export(buf, blob, sizeof(blob), &blen));
+}
 
-	/* The blob says what it is and which memory it names. */
+static void teardown(void)
+{
+	if (buf)
+		CHECK_OK(rshare_buf_free(buf));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(count_fds() == before);
+}
+
+/* The blob says what it is and which memory it names. */
+static void case_blob_fields(void)
+{
+	struct stat st;
+	uint64_t v;
+
 	CHECK_OK(rshare_blob_field(blob, blen, RSHARE_FIELD_KIND, &v));
 	CHECK(v == RSHARE_KIND_BUF);
 	REQUIRE(fstat(fd, &st) == 0);
@@ -286,8 +304,17 @@ int main(void)
 	CHECK(v == (uint64_t)st.st_ino);
 	CHECK_OK(rshare_blob_field(blob, blen, RSHARE_FIELD_RKEY, &v));
 	CHECK(v == rkey);
+}
 
-	/* Done when: a forked child gets device, blob and fd in one message. */
+/* Done when: a forked child gets device, blob and fd in one message. */
+static void case_another_process(void)
+{
+	unsigned char msg[2 * RSHARE_BLOB_MAX + 2];
+	struct keys k;
+	int sv[2], ok, ws;
+	size_t n;
+	pid_t pid;
+
 	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	pid = fork();
 	REQUIRE(pid >= 0);
@@ -309,37 +336,61 @@ int main(void)
 		ok &= p[i] == (unsigned char)(i * 13);
 	CHECK(ok); /* the child's write, in the parent's pages */
 	close(sv[0]);
+}
 
-	/* The borrowed MR and the PD are the buffer's while it lives. */
+/* The borrowed MR and the PD are the buffer's while it lives. */
+static void case_borrowed_mr(void)
+{
 	CHECK_ST(rshare_mr_dereg(mr), RSHARE_E_BUSY);
 	CHECK_MSG("buffer");
 	CHECK_ST(rshare_mr_unimport(mr), RSHARE_E_BUSY);
 	CHECK_ST(rshare_pd_free(pd), RSHARE_E_BUSY);
 	CHECK_ST(rshare_device_close(dev), RSHARE_E_BUSY);
+}
 
+static void case_wrong_fds(void)
+{
 	wrong_fds(dev, pd, blob, blen, fd);
+}
 
-	/* An import made before the free keeps its memory after it. */
+/* An import made before the free keeps its memory after it; a late one
+ * is refused; then stale, NULL and garbage arguments. */
+static void case_free_then_not_found(void)
+{
+	rshare_buf *early, *late;
+	unsigned char *q;
+	uint64_t a;
+	size_t n;
+	void *ptr;
+	int kept;
+
+	p[HALF + 1] = 0x42;
 	REQUIRE_OK(rshare_buf_import(pd, blob, blen, fd, &early));
 	REQUIRE_OK(rshare_buf_ptr(early, &ptr, &n));
 	q = ptr;
-	CHECK(q != p && q[1] == 7 && q[HALF + 1] == (unsigned char)((HALF + 1) * 13));
+	CHECK(q != p && q[1] == 7 && q[HALF + 1] == 0x42);
 	kept = dup(fd);
 	REQUIRE(kept >= 0);
 	CHECK_OK(rshare_buf_free(buf));
 	/* Free deregistered for everyone: a late import is refused... */
-	CHECK_ST(rshare_buf_import(pd, blob, blen, kept, &buf), RSHARE_E_NOT_FOUND);
+	CHECK_ST(rshare_buf_import(pd, blob, blen, kept, &late), RSHARE_E_NOT_FOUND);
 	/* ...and the memory lives while a mapping does. */
 	q[3] = 0x5a;
 	CHECK(q[3] == 0x5a && q[1] == 7);
-	CHECK_ST(rshare_mr_attrs(mr, &addr, NULL, NULL, NULL, NULL), RSHARE_E_STALE);
-
+	CHECK_ST(rshare_mr_attrs(mr, &a, NULL, NULL, NULL, NULL), RSHARE_E_STALE);
 	bad_args(dev, pd, buf, blob, blen, kept);
-	broker_carries_buffers(dev, pd);
+	buf = NULL;
 	CHECK_OK(rshare_buf_unimport(early));
 	close(kept);
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	CHECK(count_fds() == before);
-	TEST_DONE();
 }
+
+static void case_broker_carries_buffers(void)
+{
+	broker_carries_buffers(dev, pd);
+}
+
+#define T_PROGRAM_test_buf ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

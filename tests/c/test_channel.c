@@ -67,7 +67,7 @@ static void extra_fds(int type, rshare_device *dev, const unsigned char *blob, s
 {
 	unsigned char buf[RSHARE_BLOB_MAX];
 	int sv[2], p[2], many[RSHARE_CHANNEL_FDS_MAX + 1], got_fds[RSHARE_CHANNEL_FDS_MAX];
-	int three[3], fd, before;
+	int raw[4], fd, before;
 	rshare_device *got;
 	size_t len = 0, n = 99;
 
@@ -111,16 +111,18 @@ static void extra_fds(int type, rshare_device *dev, const unsigned char *blob, s
 
 	/* Header and fds disagree: refused, dropped, every fd closed. */
 	CHECK_OK(rshare_device_fd(dev, &fd));
-	three[0] = fd;
-	three[1] = p[0];
-	three[2] = p[1];
-	send_raw_x(sv[0], "RSHC", 0, 1, three, 3); /* announces 1, carries 2 */
+	raw[0] = fd;
+	raw[1] = p[0];
+	raw[2] = p[1];
+	raw[3] = p[0];
+	/* announces 1 extra, so 3 for the device, which has 1 or 2 */
+	send_raw_x(sv[0], "RSHC", 0, 1, raw, 4);
 	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 4, &n, buf, sizeof(buf), &len),
 		 RSHARE_E_PROTOCOL);
-	send_raw_x(sv[0], "RSHC", 0, 3, three, 3); /* announces 3, carries 2 */
+	send_raw_x(sv[0], "RSHC", 0, 3, raw, 3); /* announces 3 extra, carries 3 in all */
 	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 4, &n, buf, sizeof(buf), &len),
 		 RSHARE_E_PROTOCOL);
-	send_raw_x(sv[0], "RSHC", 0, 200, three, 1); /* announces more than the limit */
+	send_raw_x(sv[0], "RSHC", 0, 200, raw, 1); /* announces more than the limit */
 	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 4, &n, buf, sizeof(buf), &len),
 		 RSHARE_E_PROTOCOL);
 	CHECK(count_fds() == before);
@@ -228,9 +230,18 @@ static void round_trip(int type, rshare_device *dev, const unsigned char *blob, 
 		CHECK_OK(rshare_device_fd(dev, &fd));
 		two[0] = fd;
 		two[1] = devnull;
-		send_raw(sv[0], "RSHC", 0, two, 2); /* two fds */
-		CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
-			 RSHARE_E_PROTOCOL);
+		/* Two fds: the device and its ledger (since 1.2). A second fd
+		 * that is no ledger is closed and the device still adopted. */
+		send_raw(sv[0], "RSHC", 0, two, 2);
+		CHECK_OK(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len));
+		CHECK_OK(rshare_device_close(got));
+		{
+			int three[3] = { fd, devnull, devnull };
+
+			send_raw(sv[0], "RSHC", 0, three, 3); /* three fds */
+			CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len),
+				 RSHARE_E_PROTOCOL);
+		}
 		CHECK(count_fds() == fds_before); /* every received fd was closed */
 		close(p[0]);
 		close(p[1]);
@@ -320,27 +331,73 @@ static void out_of_fds(int type, rshare_device *dev, const unsigned char *blob, 
 	close(sv[1]);
 }
 
-int main(void)
-{
-	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
-	rshare_device *dev, *got;
-	rshare_pd *pd;
-	size_t blen, len;
-	int sv[2], fd;
+/* Every case: sim0, a PD and its blob to carry. */
+static rshare_device *dev;
+static rshare_pd *pd;
+static unsigned char blob[RSHARE_BLOB_MAX];
+static size_t blen;
 
+static void setup(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	blen = export_pd(pd, blob);
-	round_trip(SOCK_STREAM, dev, blob, blen);
-	round_trip(SOCK_SEQPACKET, dev, blob, blen);
-	empty_payload(SOCK_STREAM, dev);
-	empty_payload(SOCK_SEQPACKET, dev);
-	out_of_fds(SOCK_STREAM, dev, blob, blen);
-	out_of_fds(SOCK_SEQPACKET, dev, blob, blen);
-	extra_fds(SOCK_STREAM, dev, blob, blen);
-	extra_fds(SOCK_SEQPACKET, dev, blob, blen);
+}
 
-	/* Garbage on a stream: refused as not ours. A wrong-magic message. */
+static void teardown(void)
+{
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+static void case_round_trip_stream(void)
+{
+	round_trip(SOCK_STREAM, dev, blob, blen);
+}
+
+static void case_round_trip_seqpacket(void)
+{
+	round_trip(SOCK_SEQPACKET, dev, blob, blen);
+}
+
+static void case_empty_payload_stream(void)
+{
+	empty_payload(SOCK_STREAM, dev);
+}
+
+static void case_empty_payload_seqpacket(void)
+{
+	empty_payload(SOCK_SEQPACKET, dev);
+}
+
+static void case_out_of_fds_stream(void)
+{
+	out_of_fds(SOCK_STREAM, dev, blob, blen);
+}
+
+static void case_out_of_fds_seqpacket(void)
+{
+	out_of_fds(SOCK_SEQPACKET, dev, blob, blen);
+}
+
+static void case_extra_fds_stream(void)
+{
+	extra_fds(SOCK_STREAM, dev, blob, blen);
+}
+
+static void case_extra_fds_seqpacket(void)
+{
+	extra_fds(SOCK_SEQPACKET, dev, blob, blen);
+}
+
+/* Garbage on a stream: refused as not ours. A wrong-magic message. */
+static void case_not_ours(void)
+{
+	unsigned char buf[64];
+	rshare_device *got;
+	size_t len;
+	int sv[2], fd;
+
 	REQUIRE_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 ? 0 : RSHARE_E_IO);
 	CHECK(write(sv[0], "hello, this is not rshare", 25) == 25);
 	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
@@ -352,15 +409,21 @@ int main(void)
 	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
 	close(sv[0]);
 	close(sv[1]);
-	/* Not a socket. */
-	{
-		int p[2];
-		REQUIRE_OK(pipe(p) == 0 ? 0 : RSHARE_E_IO);
-		CHECK_ST(rshare_channel_send(p[1], dev, NULL, 0), RSHARE_E_INVAL);
-		close(p[0]);
-		close(p[1]);
-	}
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+/* Not a socket. */
+static void case_not_a_socket(void)
+{
+	int p[2];
+
+	REQUIRE_OK(pipe(p) == 0 ? 0 : RSHARE_E_IO);
+	CHECK_ST(rshare_channel_send(p[1], dev, NULL, 0), RSHARE_E_INVAL);
+	close(p[0]);
+	close(p[1]);
+}
+
+#define T_PROGRAM_test_channel ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -4,6 +4,7 @@
  * and its exit status, including the error paths. RSHARE_CLI names the
  * binary (set by ctest).
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,15 +15,21 @@
 
 static char out[1 << 16];
 
-/* Run a shell command line; capture stdout+stderr into out; exit status. */
-static int run(const char *fmt, const char *arg)
+/* Run a shell command line made from fmt (its first %s is the command's
+ * path: pass CLI); capture stdout+stderr into out; exit status. */
+#define CLI getenv("RSHARE_CLI")
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
 {
 	char cmd[1024];
+	va_list ap;
 	FILE *p;
 	size_t n;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), fmt, getenv("RSHARE_CLI"), arg ? arg : "");
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
 	p = popen(cmd, "r");
 	REQUIRE(p != NULL);
 	n = fread(out, 1, sizeof(out) - 1, p);
@@ -52,7 +59,7 @@ static const char *json_of(const char *s)
 }
 
 /* The conventions every subcommand follows (getopt_long). */
-static void check_conventions(void)
+static void case_conventions(void)
 {
 	static const char *const cmds[] = { "devices", "demo",   "inspect", "version",
 					    "serve",   "shares", "publish", "attach",
@@ -62,46 +69,46 @@ static void check_conventions(void)
 		char expect[64];
 
 		/* --help: usage on stdout (stderr dropped), exit 0. */
-		CHECK(run("%s %s --help 2>/dev/null", cmds[i]) == 0);
+		CHECK(run("%s %s --help 2>/dev/null", CLI, cmds[i]) == 0);
 		snprintf(expect, sizeof(expect), "usage: rshare %s", cmds[i]);
 		CHECK(strstr(out, expect) == out);
 		CHECK(strstr(out, "--help") != NULL);
-		CHECK(run("%s %s -h 2>/dev/null", cmds[i]) == 0);
+		CHECK(run("%s %s -h 2>/dev/null", CLI, cmds[i]) == 0);
 		CHECK(strstr(out, expect) == out);
 		/* An unknown option is named, on stderr, with exit 2. */
-		CHECK(run("%s %s --no-such-option 2>&1 >/dev/null", cmds[i]) == 2);
+		CHECK(run("%s %s --no-such-option 2>&1 >/dev/null", CLI, cmds[i]) == 2);
 		CHECK(strstr(out, "'--no-such-option'") != NULL);
 		snprintf(expect, sizeof(expect), "rshare %s --help", cmds[i]);
 		CHECK(strstr(out, expect) != NULL);
 	}
 	/* --opt=value and --opt value, a missing or bad value. */
-	CHECK(run("%s demo --workers=2 2>&1", NULL) == 0);
+	CHECK(run("%s demo --workers=2 2>&1", CLI) == 0);
 	CHECK(count(out, "): imported PD 0") == 2);
-	CHECK(run("%s demo --workers 2 --device=sim0 2>&1", NULL) == 0);
+	CHECK(run("%s demo --workers 2 --device=sim0 2>&1", CLI) == 0);
 	CHECK(strstr(out, "opened sim0") != NULL);
-	CHECK(run("%s demo --workers 2>&1", NULL) == 2);
+	CHECK(run("%s demo --workers 2>&1", CLI) == 2);
 	CHECK(strstr(out, "'--workers' requires an argument") != NULL);
-	CHECK(run("%s demo --workers=two 2>&1", NULL) == 2);
+	CHECK(run("%s demo --workers=two 2>&1", CLI) == 2);
 	CHECK(strstr(out, "--workers must be an integer in 1..64, not 'two'") != NULL);
-	CHECK(run("%s demo --workers=65 2>&1", NULL) == 2);
-	CHECK(run("%s devices extra 2>&1", NULL) == 2);
+	CHECK(run("%s demo --workers=65 2>&1", CLI) == 2);
+	CHECK(run("%s devices extra 2>&1", CLI) == 2);
 	CHECK(strstr(out, "unexpected argument 'extra'") != NULL);
-	CHECK(run("%s inspect 2>&1", NULL) == 2);
-	CHECK(run("%s inspect a b 2>&1", NULL) == 2);
+	CHECK(run("%s inspect 2>&1", CLI) == 2);
+	CHECK(run("%s inspect a b 2>&1", CLI) == 2);
 	/* The top level: usage on stdout for --help, stderr (exit 2) for nothing. */
-	CHECK(run("%s --help 2>/dev/null", NULL) == 0);
+	CHECK(run("%s --help 2>/dev/null", CLI) == 0);
 	CHECK(strstr(out, "usage: rshare <command>") == out && strstr(out, "  devices"));
 	CHECK(strstr(out, "__demo-worker") == NULL);
-	CHECK(run("%s 2>/dev/null", NULL) == 2);
+	CHECK(run("%s 2>/dev/null", CLI) == 2);
 	CHECK(out[0] == '\0');
-	CHECK(run("%s --version 2>&1", NULL) == 0);
+	CHECK(run("%s --version 2>&1", CLI) == 0);
 	CHECK(strstr(out, "rshare 1.") == out);
 
 	/* A write error is a failure, never exit 0. */
-	CHECK(run("%s devices >/dev/full 2>&1", NULL) == 1);
-	CHECK(run("%s devices --json 2>&1 >/dev/full", NULL) == 1);
+	CHECK(run("%s devices >/dev/full 2>&1", CLI) == 1);
+	CHECK(run("%s devices --json 2>&1 >/dev/full", CLI) == 1);
 	CHECK(strstr(out, "write error") != NULL);
-	CHECK(run("%s --help 2>&1 >/dev/full", NULL) == 1);
+	CHECK(run("%s --help 2>&1 >/dev/full", CLI) == 1);
 
 	/* JSON strings are escaped. */
 	CHECK(!strcmp(json_of("sim0"), "\"sim0\""));
@@ -111,7 +118,7 @@ static void check_conventions(void)
 }
 
 /* inspect shows a buffer blob (1.2): its MR's fields and its memfd's. */
-static void inspect_buffer(void)
+static void case_inspect_buffer(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	char text[RSHARE_TEXT_MAX], want[64];
@@ -129,7 +136,7 @@ static void inspect_buffer(void)
 	REQUIRE_OK(rshare_blob_to_text(blob, len, text, sizeof(text), &tlen));
 	REQUIRE_OK(rshare_buf_fd(buf, &fd));
 	REQUIRE(fstat(fd, &st) == 0);
-	CHECK(run("%s inspect %s 2>&1", text) == 0);
+	CHECK(run("%s inspect %s 2>&1", CLI, text) == 0);
 	CHECK(strstr(out, "\"kind\":\"buf\"") && strstr(out, "\"length\":8192") &&
 	      strstr(out, "\"lkey\":"));
 	snprintf(want, sizeof(want), "\"mem_ino\":%llu", (unsigned long long)st.st_ino);
@@ -139,34 +146,36 @@ static void inspect_buffer(void)
 	CHECK_OK(rshare_device_close(d));
 }
 
-int main(void)
+static void setup(void)
 {
-	unsigned char blob[RSHARE_BLOB_MAX];
-	char text[RSHARE_TEXT_MAX], path[] = "/tmp/rshare-cli-XXXXXX";
-	rshare_device *dev;
-	rshare_pd *pd;
-	size_t len, tlen, n;
-	int fd;
-
 	REQUIRE(getenv("RSHARE_CLI") != NULL);
+}
 
-	CHECK(run("%s devices 2>&1", NULL) == 0);
+/* devices: the list, as text and JSON; without sim0, nothing. */
+static void case_devices(void)
+{
+	size_t n;
+
+	CHECK(run("%s devices 2>&1", CLI) == 0);
 	CHECK(strstr(out, "sim0") && strstr(out, " sim ") && strstr(out, "CAPS"));
 	CHECK(strstr(out, " pd,var") != NULL); /* sim0's capabilities */
-	CHECK(run("%s devices --json 2>&1", NULL) == 0);
+	CHECK(run("%s devices --json 2>&1", CLI) == 0);
 	CHECK(out[0] == '[' && strstr(out, "{\"name\":\"sim0\",\"guid\":\"0x") &&
 	      strstr(out, "\"provider\":\"sim\",\"caps\":[\"pd\",\"var\"") &&
 	      !strstr(out, "native"));
 	REQUIRE_OK(rshare_devices_count(&n));
 	if (n == 1) { /* no hardware here: hiding sim0 leaves nothing */
-		CHECK(run("RSHARE_SIM=0 %s devices 2>&1", NULL) == 0);
+		CHECK(run("RSHARE_SIM=0 %s devices 2>&1", CLI) == 0);
 		CHECK(strstr(out, "no devices") != NULL);
-		CHECK(run("RSHARE_SIM=0 %s demo 2>&1", NULL) == 1);
+		CHECK(run("RSHARE_SIM=0 %s demo 2>&1", CLI) == 1);
 		CHECK(strstr(out, "RSHARE_E_NODEV") != NULL);
 	}
+}
 
-	/* The demo: four workers, every check passed, the late import. */
-	CHECK(run("%s demo --workers 4 2>&1", NULL) == 0);
+/* The demo: four workers, every check passed, the late import. */
+static void case_demo(void)
+{
+	CHECK(run("%s demo --workers 4 2>&1", CLI) == 0);
 	CHECK(count(out, "): imported PD 0 and VAR page 0, wrote slot") == 4);
 	CHECK(strstr(out, "checked: every worker's write is in the shared VAR page") != NULL);
 	/* The shared buffer (1.2): its memfd went with each message, every
@@ -194,80 +203,92 @@ int main(void)
 			CHECK(strstr(out, "device memory cannot be shared") &&
 			      count(out, "no DM") == 4);
 	}
-	CHECK(run("%s demo --device no-such-device 2>&1", NULL) == 1);
+	CHECK(run("%s demo --device no-such-device 2>&1", CLI) == 1);
 	CHECK(strstr(out, "RSHARE_E_NODEV") && strstr(out, "no-such-device"));
-	CHECK(run("%s demo --workers 0 2>&1", NULL) == 2);
+	CHECK(run("%s demo --workers 0 2>&1", CLI) == 2);
+}
 
-	/* inspect: text form, binary file, stdin, and bad input. */
+/* inspect: text form, binary file, stdin, and bad input. */
+static void case_inspect(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char text[RSHARE_TEXT_MAX], path[] = "/tmp/rshare-cli-XXXXXX";
+	rshare_device *dev;
+	rshare_pd *pd;
+	size_t len, tlen;
+	int fd;
+
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	len = export_pd(pd, blob);
 	REQUIRE_OK(rshare_blob_to_text(blob, len, text, sizeof(text), &tlen));
-	CHECK(run("%s inspect %s 2>&1", text) == 0);
+	CHECK(run("%s inspect %s 2>&1", CLI, text) == 0);
 	CHECK(strstr(out, "{\"format\":1,\"kind\":\"pd\",\"provider\":\"sim\"") != NULL);
 	fd = mkstemp(path);
 	REQUIRE(fd >= 0 && write(fd, blob, len) == (ssize_t)len);
 	close(fd);
-	CHECK(run("%s inspect %s 2>&1", path) == 0);
+	CHECK(run("%s inspect %s 2>&1", CLI, path) == 0);
 	CHECK(strstr(out, "\"kind\":\"pd\"") && strstr(out, "\"size\":44"));
-	CHECK(run("%s inspect - < %s 2>&1", path) == 0);
+	CHECK(run("%s inspect - < %s 2>&1", CLI, path) == 0);
 	CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
-	{
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "echo %s | %%s inspect - 2>&1%%s", text);
-		CHECK(run(cmd, NULL) == 0);
-		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
-	}
+	CHECK(run("echo %s | %s inspect - 2>&1", text, CLI) == 0);
+	CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
 	unlink(path);
 	/* The 1.1 kinds (blobs as in tests/fuzz/seeds/mr_text and dm_text). */
 	CHECK(run("%s inspect rshare:UlNIQgEDAgBUAAAAAAAAADAAAABR3sAC50g4ZMqAImgBAAAAAAAAAAAAAAAF"
-		  "AAAAAQAAAAAAAAAAEAAAAH8AAAAQAAAAAAAANBIAAHhWAAAEDtSq 2>&1", NULL) == 0);
+		  "AAAAAQAAAAAAAAAAEAAAAH8AAAAQAAAAAAAANBIAAHhWAAAEDtSq 2>&1", CLI) == 0);
 	CHECK(strstr(out, "\"kind\":\"mr\"") && strstr(out, "\"lkey\":4660") &&
 	      strstr(out, "\"rkey\":22136") && strstr(out, "\"size\":84"));
 	CHECK(run("%s inspect rshare:UlNIQgEEAgA0AAAAAAAAADAAAABR3sAC50g4ZMqAImgBAAAAAAAAAAAQAAAA"
-		  "AAAA7Ov97A 2>&1", NULL) == 0);
+		  "AAAA7Ov97A 2>&1", CLI) == 0);
 	CHECK(strstr(out, "\"kind\":\"dm\"") && strstr(out, "\"length\":4096") &&
 	      strstr(out, "\"size\":52"));
-	CHECK(run("%s inspect rshare:AAAA 2>&1", NULL) == 1);
+	CHECK(run("%s inspect rshare:AAAA 2>&1", CLI) == 1);
 	CHECK(strstr(out, "RSHARE_E_BLOB_CORRUPT") != NULL);
-	CHECK(run("%s inspect rshare:@@ 2>&1", NULL) == 1);
+	CHECK(run("%s inspect rshare:@@ 2>&1", CLI) == 1);
 	CHECK(strstr(out, "RSHARE_E_INVAL") != NULL);
-	CHECK(run("%s inspect /no/such/file 2>&1", NULL) == 1);
+	CHECK(run("%s inspect /no/such/file 2>&1", CLI) == 1);
 	CHECK(strstr(out, "/no/such/file") && strstr(out, "rshare:"));
-	CHECK(run("%s inspect garbage 2>&1", NULL) == 1);
+	CHECK(run("%s inspect garbage 2>&1", CLI) == 1);
 	CHECK(strstr(out, "garbage") && strstr(out, "expected") && strstr(out, "rshare:"));
-	CHECK(run("%s inspect /etc 2>&1", NULL) == 1);
+	CHECK(run("%s inspect /etc 2>&1", CLI) == 1);
 	CHECK(strstr(out, "/etc: is a directory") != NULL);
-	CHECK(run("%s inspect /dev/null 2>&1", NULL) == 1);
+	CHECK(run("%s inspect /dev/null 2>&1", CLI) == 1);
 	CHECK(strstr(out, "RSHARE_E_BLOB_CORRUPT") && strstr(out, "rshare:"));
 	{
 		/* Whitespace around the text form: argument, file and stdin. */
-		char arg[RSHARE_TEXT_MAX + 16], cmd[512];
+		char arg[RSHARE_TEXT_MAX + 16];
 
 		snprintf(arg, sizeof(arg), "' \t%s \n'", text);
-		CHECK(run("%s inspect %s 2>&1", arg) == 0);
+		CHECK(run("%s inspect %s 2>&1", CLI, arg) == 0);
 		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
-		snprintf(cmd, sizeof(cmd), "printf '\\n  %s  \\n\\n' | %%s inspect - 2>&1%%s", text);
-		CHECK(run(cmd, NULL) == 0);
+		CHECK(run("printf '\\n  %s  \\n\\n' | %s inspect - 2>&1", text, CLI) == 0);
 		CHECK(strstr(out, "\"kind\":\"pd\"") != NULL);
 	}
-
-	/* The benchmark is its own program (rshare-bench), not a subcommand. */
-	CHECK(run("%s bench 2>&1", NULL) == 2);
-	CHECK(strstr(out, "unknown command") != NULL);
-
-	check_conventions();
-
-	/* Usage errors. */
-	CHECK(run("%s 2>&1", NULL) == 2);
-	CHECK(run("%s frobnicate 2>&1", NULL) == 2);
-	CHECK(strstr(out, "unknown command") != NULL);
-	CHECK(run("%s --help 2>&1", NULL) == 0);
-	CHECK(run("%s version 2>&1", NULL) == 0);
-	CHECK(strstr(out, "rshare 1.1.0") != NULL);
-
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	inspect_buffer();
-	TEST_DONE();
 }
+
+/* The benchmark is its own program (rshare-bench), not a subcommand. */
+static void case_bench_not_a_command(void)
+{
+	CHECK(run("%s bench 2>&1", CLI) == 2);
+	CHECK(strstr(out, "unknown command") != NULL);
+}
+
+/* Usage errors. */
+static void case_usage_errors(void)
+{
+	CHECK(run("%s 2>&1", CLI) == 2);
+	CHECK(run("%s frobnicate 2>&1", CLI) == 2);
+	CHECK(strstr(out, "unknown command") != NULL);
+	CHECK(run("%s --help 2>&1", CLI) == 0);
+	CHECK(run("%s version 2>&1", CLI) == 0);
+	CHECK(strstr(out, "rshare 1.1.0") != NULL);
+}
+
+#define T_PROGRAM_test_cli ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, NULL)

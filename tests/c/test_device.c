@@ -7,17 +7,14 @@
 
 #include "harness.h"
 
-int main(void)
+/* Listing: sim0 last, the (buf, cap) name convention. */
+static void case_listing(void)
 {
 	char name[RSHARE_NAME_MAX];
-	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *dev, *dev2, *imp;
-	rshare_pd *pd, *pd2;
-	uint64_t guid, guid2;
-	size_t n, len, blen;
-	int provider, fd, fds_before, p[2], sv[2];
+	uint64_t guid;
+	size_t n;
+	int provider;
 
-	/* Listing: sim0 last, the (buf, cap) name convention. */
 	REQUIRE_OK(rshare_devices_count(&n));
 	CHECK(n >= 1);
 	CHECK_OK(rshare_devices_get(n - 1, name, sizeof(name), &guid, &provider));
@@ -30,8 +27,15 @@ int main(void)
 	CHECK_ST(rshare_devices_get(n, name, sizeof(name), NULL, NULL), RSHARE_E_NOT_FOUND);
 	CHECK_ST(rshare_devices_get(SIZE_MAX, name, sizeof(name), NULL, NULL),
 		 RSHARE_E_NOT_FOUND);
+}
 
-	/* RSHARE_SIM=0 hides sim0 from the list and from open. */
+/* RSHARE_SIM=0 hides sim0 from the list and from open. */
+static void case_sim_hidden(void)
+{
+	rshare_device *dev;
+	size_t n, len;
+
+	REQUIRE_OK(rshare_devices_count(&n));
 	setenv("RSHARE_SIM", "0", 1);
 	CHECK_OK(rshare_devices_count(&len));
 	CHECK(len == n - 1);
@@ -42,16 +46,50 @@ int main(void)
 	unsetenv("RSHARE_SIM");
 	CHECK_OK(rshare_devices_count(&len));
 	CHECK(len == n);
+}
 
-	/* Open: by name and by default. */
+/* Open: by name and by default. */
+static void case_open(void)
+{
+	rshare_device *dev, *dev2;
+	size_t n;
+
+	REQUIRE_OK(rshare_devices_count(&n));
 	CHECK_ST(rshare_device_open("sim0", NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_open("no-such-device", &dev), RSHARE_E_NODEV);
 	CHECK(strstr(rshare_last_error(), "no-such-device") != NULL);
 	REQUIRE_OK(rshare_device_open(n == 1 ? NULL : "sim0", &dev));
 	REQUIRE_OK(rshare_device_open("", &dev2));
 	CHECK_OK(rshare_device_close(dev2));
+	CHECK_OK(rshare_device_close(dev));
+}
 
-	/* Accessors and the (buf, cap, len) convention. */
+/* The accessor and import cases: sim0 open, its fd. */
+static rshare_device *dev;
+static int fd;
+
+static void setup(void)
+{
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+	REQUIRE_OK(rshare_device_fd(dev, &fd));
+}
+
+static void teardown(void)
+{
+	if (dev)
+		CHECK_OK(rshare_device_close(dev));
+}
+
+/* Accessors and the (buf, cap, len) convention. */
+static void case_accessors(void)
+{
+	char name[RSHARE_NAME_MAX];
+	uint64_t guid, guid2;
+	size_t n, len;
+	int provider, fd2;
+
+	REQUIRE_OK(rshare_devices_count(&n));
+	REQUIRE_OK(rshare_devices_get(n - 1, name, sizeof(name), &guid, NULL));
 	CHECK_ST(rshare_device_name(dev, NULL, 0, &len), RSHARE_E_NOSPACE);
 	CHECK(len == 4);
 	CHECK_ST(rshare_device_name(dev, name, 4, &len), RSHARE_E_NOSPACE);
@@ -63,14 +101,24 @@ int main(void)
 	CHECK(guid2 == guid);
 	CHECK_OK(rshare_device_provider(dev, &provider));
 	CHECK(provider == RSHARE_PROVIDER_SIM);
-	CHECK_OK(rshare_device_fd(dev, &fd));
-	CHECK(fd >= 0 && fcntl(fd, F_GETFD) >= 0);
+	CHECK_OK(rshare_device_fd(dev, &fd2));
+	CHECK(fd2 == fd && fd >= 0 && fcntl(fd, F_GETFD) >= 0);
 	CHECK_ST(rshare_device_fd(dev, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_guid(dev, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_provider(dev, NULL), RSHARE_E_INVAL);
+}
 
-	/* Import shares the table: a PD of one is importable in the other.
-	 * The caller keeps its fd: closing the import leaves dev's fd open. */
+/* Import shares the table: a PD of one is importable in the other. The
+ * caller keeps its fd: closing the import leaves dev's fd open. Closing
+ * with a live PD is BUSY; closed, the device's fd goes with it. */
+static void case_import_shares_table(void)
+{
+	char name[RSHARE_NAME_MAX];
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *imp;
+	rshare_pd *pd, *pd2;
+	size_t len, blen;
+
 	REQUIRE_OK(rshare_device_import(fd, &imp));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &blen));
@@ -83,7 +131,20 @@ int main(void)
 	CHECK_OK(rshare_device_close(imp));
 	CHECK(fcntl(fd, F_GETFD) >= 0);
 
-	/* Bad fds: refused with a clear status, and no fd leaks. */
+	CHECK_ST(rshare_device_close(dev), RSHARE_E_BUSY);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+	CHECK_ST(rshare_device_close(dev), RSHARE_E_STALE);
+	CHECK(fcntl(fd, F_GETFD) < 0); /* the device's fd went with it */
+	dev = NULL;
+}
+
+/* Bad fds: refused with a clear status, and no fd leaks. */
+static void case_bad_fds(void)
+{
+	rshare_device *imp;
+	int fds_before, p[2], sv[2];
+
 	fds_before = count_fds();
 	CHECK_ST(rshare_device_import(-1, &imp), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_import(fd, NULL), RSHARE_E_INVAL);
@@ -115,11 +176,10 @@ int main(void)
 	close(sv[0]);
 	close(sv[1]);
 	CHECK(count_fds() == fds_before);
-
-	CHECK_ST(rshare_device_close(dev), RSHARE_E_BUSY);
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	CHECK_ST(rshare_device_close(dev), RSHARE_E_STALE);
-	CHECK(fcntl(fd, F_GETFD) < 0); /* the device's fd went with it */
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_device ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

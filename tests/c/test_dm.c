@@ -84,16 +84,17 @@ static void mapped(rshare_device *dev)
 	CHECK_OK(rshare_dm_free(next));
 }
 
-int main(void)
+/* Every case: sim0 and LEN bytes of device memory (freed by the case or
+ * the teardown), its blob. Without device memory (a provider that lacks
+ * it) the refusal is checked and the case reported skipped. */
+static rshare_device *dev;
+static rshare_dm *dm; /* NULL once freed */
+static unsigned char blob[RSHARE_BLOB_MAX];
+static size_t len;
+
+static void setup(void)
 {
-	unsigned char blob[RSHARE_BLOB_MAX], buf[64];
-	rshare_device *dev;
-	rshare_dm *dm, *imp;
-	uint64_t length, v;
-	uint32_t caps, h;
-	size_t len;
-	int sv[2], status;
-	pid_t pid;
+	uint32_t caps;
 
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_device_caps(dev, &caps));
@@ -102,18 +103,40 @@ int main(void)
 		CHECK_OK(rshare_device_close(dev)); /* nothing was left behind */
 		printf("SKIPPED: sim0 lacks RSHARE_CAP_DM (%d checks of the refusal passed)\n",
 		       t_pass);
-		return t_fail ? 1 : 77;
+		exit(t_fail ? 1 : 77);
 	}
-	CHECK_ST(rshare_dm_alloc(dev, 0, &dm), RSHARE_E_INVAL);
-	CHECK_ST(rshare_dm_alloc(dev, LEN, NULL), RSHARE_E_INVAL);
-	CHECK_ST(rshare_dm_alloc(dev, UINT64_MAX, &dm), RSHARE_E_NOMEM);
 	REQUIRE_OK(rshare_dm_alloc(dev, LEN, &dm));
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+}
+
+static void teardown(void)
+{
+	if (dm)
+		CHECK_OK(rshare_dm_free(dm));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* Allocation: arguments, a length nobody has, the length and handle. */
+static void case_alloc(void)
+{
+	rshare_dm *other;
+	uint64_t length;
+	uint32_t h;
+
+	CHECK_ST(rshare_dm_alloc(dev, 0, &other), RSHARE_E_INVAL);
+	CHECK_ST(rshare_dm_alloc(dev, LEN, NULL), RSHARE_E_INVAL);
+	CHECK_ST(rshare_dm_alloc(dev, UINT64_MAX, &other), RSHARE_E_NOMEM);
 	CHECK_OK(rshare_dm_length(dm, &length));
 	CHECK(length == LEN);
 	CHECK_OK(rshare_dm_handle(dm, &h));
+}
 
-	/* Bounds: exactly to the end is fine, one past is refused with nothing
-	 * written; offsets near UINT64_MAX cannot wrap around. */
+/* Bounds: exactly to the end is fine, one past is refused with nothing
+ * written; offsets near UINT64_MAX cannot wrap around. */
+static void case_bounds(void)
+{
+	unsigned char buf[64];
+
 	memset(buf, 0xab, sizeof(buf));
 	CHECK_OK(rshare_dm_write(dm, LEN - 8, buf, 8));
 	CHECK_OK(rshare_dm_write(dm, 0, buf, 0));
@@ -129,9 +152,16 @@ int main(void)
 	memset(buf, 0, sizeof(buf));
 	CHECK_OK(rshare_dm_read(dm, LEN - 8, buf, 8));
 	CHECK(buf[0] == 0xab && buf[7] == 0xab); /* the refused write changed nothing */
+}
 
-	/* Export and import in this process: the same memory. */
-	CHECK_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+/* Export and import in this process: the same memory (the export, made in
+ * setup, is a 52-byte blob with the length). */
+static void case_export_import(void)
+{
+	unsigned char buf[64];
+	rshare_dm *imp;
+	uint64_t v;
+
 	CHECK(len == 52);
 	CHECK_OK(rshare_blob_field(blob, len, RSHARE_FIELD_LENGTH, &v));
 	CHECK(v == LEN);
@@ -142,8 +172,16 @@ int main(void)
 	CHECK_OK(rshare_dm_unimport(imp));
 	CHECK_ST(rshare_dm_read(imp, 0, buf, 1), RSHARE_E_STALE);
 	CHECK_ST(rshare_device_close(dev), RSHARE_E_BUSY);
+}
 
-	/* Another process reads what this one wrote, and answers. */
+/* Another process reads what this one wrote, and answers. */
+static void case_another_process(void)
+{
+	unsigned char buf[64];
+	int sv[2], status;
+	pid_t pid;
+
+	CHECK_OK(rshare_dm_write(dm, 100, "from the parent", 16)); /* what the child reads */
 	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	pid = fork();
 	REQUIRE(pid >= 0);
@@ -157,13 +195,27 @@ int main(void)
 	close(sv[0]);
 	CHECK_OK(rshare_dm_read(dm, LEN - 16, buf, 16));
 	CHECK(memcmp(buf, "from the child.", 16) == 0);
+}
 
-	mapped(dev);
+/* Free: later imports are NOT_FOUND. */
+static void case_free_then_not_found(void)
+{
+	rshare_dm *imp;
 
-	/* Free: later imports are NOT_FOUND. */
 	CHECK_OK(rshare_dm_free(dm));
 	CHECK_ST(rshare_dm_free(dm), RSHARE_E_STALE);
 	CHECK_ST(rshare_dm_import(dev, blob, len, &imp), RSHARE_E_NOT_FOUND);
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+	dm = NULL;
 }
+
+/* rshare_dm_map (1.2): what read/write see, shared between handles. */
+static void case_mapped(void)
+{
+	mapped(dev);
+}
+
+#define T_PROGRAM_test_dm ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -134,7 +134,7 @@ static void crafted_mr_dm(void)
 	CHECK_ST(rshare_blob_kind(b, len, &kind), RSHARE_E_BLOB_CORRUPT);
 }
 
-int main(void)
+static void case_fields(void)
 {
 	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX];
 	rshare_device *dev;
@@ -213,5 +213,10 @@ int main(void)
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
 	CHECK_ST(rshare_device_caps(dev, &caps), RSHARE_E_STALE);
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_fields ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

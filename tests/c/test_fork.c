@@ -90,7 +90,7 @@ static void parent_objects_live(struct objs *o)
 	CHECK(memcmp(data, "parent", 6) == 0);
 }
 
-static void inherited_objects(void)
+static void case_inherited_objects(void)
 {
 	static char region[4096] __attribute__((aligned(4096)));
 	struct objs o;
@@ -147,7 +147,7 @@ static int child_closes_busy_device(void *arg)
 	return t_fail ? 1 : 0;
 }
 
-static void fork_during_a_call(void)
+static void case_fork_during_a_call(void)
 {
 	static unsigned char sink[RSHARE_PAYLOAD_MAX + 64];
 	struct sender s = { 0 };
@@ -184,9 +184,8 @@ static void fork_during_a_call(void)
 	close(sv[1]);
 }
 
-int main(void)
-{
-	inherited_objects();
-	fork_during_a_call();
-	TEST_DONE();
-}
+#define T_PROGRAM_test_fork ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -15,7 +15,7 @@
 #define TOK_INDEX(h) ((uint32_t)(uintptr_t)(h) & 0x0fffffffu)
 #define TOK_GEN(h) ((uint32_t)((uintptr_t)(h) >> 32))
 
-int main(void)
+static void case_generation_wrap(void)
 {
 	rshare_device *dev;
 	rshare_pd *first, *pd, *last;
@@ -64,5 +64,10 @@ int main(void)
 	CHECK(rs_test_slot_set_gen(pd, RS_OBJ_PD, 5) == RSHARE_E_INVAL);
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_handle_gen ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -50,7 +50,7 @@ static void all_calls(rshare_device *dev, rshare_pd *pd, rshare_var *var, int wa
 	}
 }
 
-int main(void)
+static void case_handles(void)
 {
 	rshare_device *dev, *dev2;
 	rshare_pd *pd, *old_pd, *pds[300];
@@ -111,5 +111,10 @@ int main(void)
 	all_calls(dev2, NULL, NULL, RSHARE_E_STALE);
 	CHECK_OK(rshare_device_close(dev));
 	CHECK_ST(rshare_device_close(dev), RSHARE_E_STALE);
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_handles ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -52,26 +52,43 @@ static void check_import_names(int fd, const char *cause)
 	CHECK_MSG(cause);
 }
 
-int main(void)
-{
-	rshare_device *dev, *got = NULL;
-	unsigned char hdr[128];
-	int p[2], sv[2], devfd, fake;
-	size_t len = 99;
+/* Every case: sim0 and its fd, whose first bytes a fake table copies. */
+static rshare_device *dev;
+static int devfd;
 
+static void setup(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_device_fd(dev, &devfd));
+}
 
-	/* Not a memfd at all: the simulated provider's first check. High fd
-	 * numbers make the caller's fd and the library's duplicate differ. */
+static void teardown(void)
+{
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* Not a memfd at all: the simulated provider's first check. High fd
+ * numbers make the caller's fd and the library's duplicate differ. */
+static void case_not_a_memfd(void)
+{
+	int p[2];
+
 	REQUIRE(pipe(p) == 0);
 	REQUIRE(dup2(p[0], 200) == 200);
 	check_import_names(200, "device context");
 	check_import_names(p[0], "device context");
+	close(200);
+	close(p[0]);
+	close(p[1]);
+}
 
-	/* A sealed memfd starting like a table, but of another size: the
-	 * table registry's validation (a later, deeper check). */
-	fake = memfd_create("rshare-fake-table", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+/* A sealed memfd starting like a table, but of another size: the table
+ * registry's validation (a later, deeper check). */
+static void case_other_layout(void)
+{
+	unsigned char hdr[128];
+	int fake = memfd_create("rshare-fake-table", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+
 	REQUIRE(fake >= 0);
 	REQUIRE(pread(devfd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
 	REQUIRE(ftruncate(fake, 1 << 16) == 0);
@@ -79,8 +96,16 @@ int main(void)
 	REQUIRE(fcntl(fake, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
 	REQUIRE(dup2(fake, 201) == 201);
 	check_import_names(201, "simulated table of another layout");
+	close(201);
+	close(fake);
+}
 
-	/* The same, too short even for the table's header. */
+/* The same, too short even for the table's header. */
+static void case_too_short(void)
+{
+	unsigned char hdr[128];
+
+	REQUIRE(pread(devfd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr));
 	{
 		int tiny = memfd_create("rshare-tiny-table", MFD_ALLOW_SEALING | MFD_CLOEXEC);
 		REQUIRE(tiny >= 0);
@@ -92,9 +117,17 @@ int main(void)
 		close(202);
 		close(tiny);
 	}
+}
 
-	/* A channel message carrying a fd that is not a device: the fd was
-	 * installed by the kernel and never seen by the caller, so no number. */
+/* A channel message carrying a fd that is not a device: the fd was
+ * installed by the kernel and never seen by the caller, so no number. */
+static void case_channel_fd_not_a_device(void)
+{
+	rshare_device *got = NULL;
+	int p[2], sv[2];
+	size_t len = 99;
+
+	REQUIRE(pipe(p) == 0);
 	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	{
 		/* The API only sends devices: take a real message off the
@@ -139,11 +172,13 @@ int main(void)
 
 	close(sv[0]);
 	close(sv[1]);
-	close(200);
-	close(201);
-	close(fake);
 	close(p[0]);
 	close(p[1]);
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_import_messages ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)
+

@@ -247,15 +247,42 @@ static void blob_size_refusals(const struct world *w)
 	CHECK(n == pd_len);
 }
 
-int main(void)
-{
-	static struct world w;
+static struct world w;
 
+/* Every case starts from one object of each kind (their blobs checked). */
+static void setup(void)
+{
 	names(&w);
 	make_all(&w);
-	split_payload(&w);
-	blob_size_refusals(&w);
-	fork_releases_every_kind(&w);
-	free_all(&w);
-	TEST_DONE();
 }
+
+static void teardown(void)
+{
+	free_all(&w);
+}
+
+static void case_names(void)
+{
+	CHECK(w.nkinds >= 4); /* the checks themselves run in setup() */
+}
+
+static void case_payload_split(void)
+{
+	split_payload(&w);
+}
+
+static void case_blob_size_refusals(void)
+{
+	blob_size_refusals(&w);
+}
+
+static void case_fork_releases_every_kind(void)
+{
+	fork_releases_every_kind(&w);
+}
+
+#define T_PROGRAM_test_kinds ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

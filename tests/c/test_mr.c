@@ -95,18 +95,19 @@ static void cross_process(rshare_device *dev, rshare_pd *pd, rshare_mr *mr,
 	CHECK_OK(rshare_pd_free(pd));
 }
 
-int main(void)
-{
-	unsigned char mr_blob[RSHARE_BLOB_MAX], pd_blob[RSHARE_BLOB_MAX];
-	unsigned char *mem = malloc(4096), other_mem[64];
-	rshare_device *dev;
-	rshare_pd *pd, *pd2, *pd_imp;
-	rshare_mr *mr, *imp, *mr2;
-	uint64_t addr, length, v;
-	uint32_t lkey, rkey, access, h, h2, caps;
-	size_t mr_len, pd_len;
-	int kind;
+/* Every case: sim0, a PD (freed by the case or the teardown) and 4096
+ * bytes to register. Without MRs (a provider that lacks them) the refusal
+ * is checked and the case reported skipped. */
+static unsigned char *mem;
+static rshare_device *dev;
+static rshare_pd *pd; /* NULL once freed */
 
+static void setup(void)
+{
+	uint32_t caps;
+	rshare_mr *mr;
+
+	mem = malloc(4096);
 	REQUIRE(mem);
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
@@ -119,16 +120,45 @@ int main(void)
 		free(mem);
 		printf("SKIPPED: sim0 lacks RSHARE_CAP_MR (%d checks of the refusal passed)\n",
 		       t_pass);
-		return t_fail ? 1 : 77;
+		exit(t_fail ? 1 : 77);
 	}
+}
 
-	/* Argument checks, before any provider call. */
+static void teardown(void)
+{
+	if (pd)
+		CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+	free(mem);
+}
+
+/* Argument checks, before any provider call. */
+static void case_argument_checks(void)
+{
+	rshare_mr *mr;
+
 	CHECK_ST(rshare_mr_reg(pd, NULL, 4096, ACCESS, &mr), RSHARE_E_INVAL);
 	CHECK_ST(rshare_mr_reg(pd, mem, 0, ACCESS, &mr), RSHARE_E_INVAL);
 	CHECK_ST(rshare_mr_reg(pd, mem, 4096, 0x100, &mr), RSHARE_E_INVAL);
 	CHECK_MSG("access");
 	CHECK_ST(rshare_mr_reg(pd, mem, SIZE_MAX, ACCESS, &mr), RSHARE_E_INVAL);
 	CHECK_ST(rshare_mr_reg(pd, mem, 4096, ACCESS, NULL), RSHARE_E_INVAL);
+}
+
+/* Register, attributes; export: an 84-byte MR blob naming its PD; import
+ * into the same PD object through an imported PD handle, but not into
+ * another PD; a PD with live MR handles of this process is busy, both
+ * ways; the device stays open while an MR lives (through its PD); then the
+ * MR shared with another process, which deregisters it. */
+static void case_register_export_import(void)
+{
+	unsigned char mr_blob[RSHARE_BLOB_MAX], pd_blob[RSHARE_BLOB_MAX];
+	rshare_pd *pd2, *pd_imp;
+	rshare_mr *mr, *imp, *mr2;
+	uint64_t addr, length, v;
+	uint32_t lkey, rkey, access, h, h2;
+	size_t mr_len, pd_len;
+	int kind;
 
 	/* Register, attributes. */
 	REQUIRE_OK(rshare_mr_reg(pd, mem, 4096, ACCESS, &mr));
@@ -180,16 +210,26 @@ int main(void)
 
 	cross_process(dev, pd, mr, mr_blob, mr_len);
 	CHECK_ST(rshare_mr_attrs(mr, NULL, NULL, NULL, NULL, NULL), RSHARE_E_STALE);
+	pd = NULL; /* freed by cross_process */
+}
 
-	/* Dereg in this process: stale handle, later imports NOT_FOUND. */
-	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
+/* Dereg in this process: stale handle, later imports NOT_FOUND. */
+static void case_dereg_then_not_found(void)
+{
+	unsigned char mr_blob[RSHARE_BLOB_MAX], other_mem[64];
+	rshare_mr *mr, *imp;
+	size_t mr_len;
+
 	REQUIRE_OK(rshare_mr_reg(pd, other_mem, sizeof(other_mem), 0, &mr));
 	mr_len = export_mr(mr, mr_blob);
 	CHECK_OK(rshare_mr_dereg(mr));
 	CHECK_ST(rshare_mr_dereg(mr), RSHARE_E_STALE);
 	CHECK_ST(rshare_mr_import(pd, mr_blob, mr_len, &imp), RSHARE_E_NOT_FOUND);
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	free(mem);
-	TEST_DONE();
 }
+
+
+#define T_PROGRAM_test_mr ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -119,22 +119,29 @@ static void free_all(rshare_var **vars, int n)
 		CHECK_OK(rshare_var_free(vars[n]));
 }
 
-int main(int argc, char **argv)
+/* What every case starts from (one fixture, made for each case). */
+static unsigned char blob[RSHARE_BLOB_MAX];
+static rshare_var *vars[SIM_VAR_PAGES], *v1, *imp;
+static rshare_device *dev;
+static uint32_t p1;
+static size_t len;
+static int sock, n;
+static pid_t b;
+static void *a;
+
+static void setup(void)
 {
-	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_var *vars[SIM_VAR_PAGES], *v1, *imp;
-	rshare_device *dev;
-	uint32_t p1;
-	size_t len;
-	int sock, n;
-	pid_t b;
-	void *a;
-
-	if (argc == 3 && !strcmp(argv[1], "peer"))
-		return peer_b(atoi(argv[2]));
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
+}
 
-	/* 1. Another process keeps the old mapping. */
+static void teardown(void)
+{
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* 1. Another process keeps the old mapping. */
+static void case_peer_keeps_old_mapping(void)
+{
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &v1));
 	p1 = page_of(v1);
 	len = export_var(v1, blob);
@@ -165,14 +172,17 @@ int main(int argc, char **argv)
 	ask(sock, 'R'); /* B's blob and handle of the freed VAR 1: refused */
 	CHECK_OK(rshare_var_free(v1));
 	free_all(vars, n);
+	close(sock);
+	waitpid(b, NULL, 0);
+}
 
-	/* 2. B dies holding a mapping: the kernel drops its lock, the page
-	 * comes back. */
+/* 2. B dies holding a mapping: the kernel drops its lock, the page
+ * comes back. */
+static void case_peer_dies_holding_mapping(void)
+{
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &v1));
 	p1 = page_of(v1);
 	len = export_var(v1, blob);
-	close(sock);
-	waitpid(b, NULL, 0);
 	b = spawn_b(&sock);
 	REQUIRE_OK(rshare_channel_send(sock, dev, blob, len));
 	{
@@ -188,8 +198,11 @@ int main(int argc, char **argv)
 	n = alloc_all(dev, vars, UINT32_MAX);
 	CHECK(n == (int)SIM_VAR_PAGES);
 	free_all(vars, n);
+}
 
-	/* 3. Within one process: a second handle still maps the page. */
+/* 3. Within one process: a second handle still maps the page. */
+static void case_second_handle_maps_page(void)
+{
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &v1));
 	p1 = page_of(v1);
 	len = export_var(v1, blob);
@@ -207,8 +220,11 @@ int main(int argc, char **argv)
 	n = alloc_all(dev, vars, UINT32_MAX);
 	CHECK(n == (int)SIM_VAR_PAGES);
 	free_all(vars, n);
+}
 
-	/* 4. A forked child inherits a mapping: it counts as its own. */
+/* 4. A forked child inherits a mapping: it counts as its own. */
+static void case_forked_child_mapping(void)
+{
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &v1));
 	p1 = page_of(v1);
 	CHECK_OK(rshare_var_map(v1, &a));
@@ -242,7 +258,16 @@ int main(int argc, char **argv)
 	n = alloc_all(dev, vars, UINT32_MAX);
 	CHECK(n == (int)SIM_VAR_PAGES);
 	free_all(vars, n);
+}
 
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+#define T_PROGRAM_test_sim_alias ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "peer"))
+		return peer_b(atoi(argv[2]));
+	return T_RUN(setup, teardown, argc, argv);
 }

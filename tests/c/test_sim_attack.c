@@ -63,7 +63,7 @@ static void *first_lock(void *arg)
 	return (void *)(intptr_t)s;
 }
 
-static void first_locks(void)
+static void case_first_locks(void)
 {
 	rshare_device *dev[THREADS];
 	pthread_t th[THREADS];
@@ -106,7 +106,7 @@ static void pin_to(int cpu)
 }
 
 /* 2. The peer writes a new dead holder into the word without pause. */
-static void lock_churn(void)
+static void case_lock_churn(void)
 {
 	cpu_set_t cpus;
 	rshare_device *dev;
@@ -198,7 +198,7 @@ static int starved_child(int fd, const unsigned char *blob, size_t len, uint32_t
 	return page_of(v2) == p1 ? 1 : 0;
 }
 
-static void starved_fork(void)
+static void case_starved_fork(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	rshare_device *dev;
@@ -257,7 +257,7 @@ static void starved_fork(void)
 }
 
 /* 4. A holder that died with the lock, still a zombie: taken over. */
-static void unreaped_holder(void)
+static void case_unreaped_holder(void)
 {
 	rshare_device *dev;
 	rshare_pd *pd;
@@ -289,7 +289,7 @@ static void *wait_forever(void *arg)
 }
 
 /* ... but a holder whose main thread left (pthread_exit) is alive. */
-static void leaderless_holder(void)
+static void case_leaderless_holder(void)
 {
 	rshare_device *dev;
 	rshare_pd *pd;
@@ -342,7 +342,7 @@ static void leaderless_holder(void)
 
 /* 6. The victim's first lock meets a write lease: it answers within the
  * bound, and the table's lock word stays free all the while. */
-static void lease_on_table(void)
+static void case_lease_on_table(void)
 {
 	rshare_device *dev;
 	struct sim_table *t;
@@ -406,15 +406,15 @@ static void lease_on_table(void)
 	CHECK_OK(rshare_device_close(dev));
 }
 
-int main(void)
+/* Before any lock: read once per process. first_locks runs first: nobody
+ * has locked in this process yet. */
+static void setup(void)
 {
-	/* Before any lock: read once per process. */
 	setenv("RSHARE_SIM_LOCK_MS", "200", 1);
-	first_locks(); /* first: nobody has locked in this process yet */
-	lock_churn();
-	starved_fork();
-	unreaped_holder();
-	leaderless_holder();
-	lease_on_table();
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_attack ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, NULL)

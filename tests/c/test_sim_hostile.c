@@ -206,7 +206,7 @@ static void *victim(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void case_hostile_peer(void)
 {
 	const char *secs = getenv("RSHARE_HOSTILE_SECONDS");
 	pthread_t th[2];
@@ -231,5 +231,10 @@ int main(void)
 	CHECK(bad_status == 0);
 	CHECK(too_slow == 0);
 	CHECK_OK(rshare_device_close(dev)); /* every handle was released */
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_hostile ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -46,8 +46,14 @@ static int child_side(int fd, const unsigned char *pdb, size_t pdl, const unsign
 	return bad;
 }
 
-static void public_api(rshare_device *dev, int fd)
+static rshare_device *fx_dev; /* sim0, opened for each case */
+static int fx_fd;
+
+static void case_public_api(void)
 {
+	rshare_device *dev = fx_dev;
+	int fd = fx_fd;
+
 	static char mem[8192];
 	unsigned char pdb[RSHARE_BLOB_MAX], mrb[RSHARE_BLOB_MAX], dmb[RSHARE_BLOB_MAX];
 	size_t pdl, mrl, dml;
@@ -130,7 +136,7 @@ static void public_api(rshare_device *dev, int fd)
 }
 
 /* The provider's own checks, with the blob's fields set by hand. */
-static void provider_level(void)
+static void case_provider_level(void)
 {
 	const struct rs_provider *p = &rs_sim_provider;
 	struct rs_ctx ctx = { .ops = p, .fd = -1 };
@@ -181,8 +187,11 @@ static void half_made_mr(struct sim_table *t)
 	t->objs[mr_for_pd].pd_handle = pd_for_mr;
 }
 
-static void poisoned(rshare_device *dev, int fd)
+static void case_poisoned(void)
 {
+	rshare_device *dev = fx_dev;
+	int fd = fx_fd;
+
 	struct sim_table *t;
 	size_t len;
 	rshare_dm *dm;
@@ -227,17 +236,20 @@ static void poisoned(rshare_device *dev, int fd)
 	munmap(t, len);
 }
 
-int main(void)
+static void setup(void)
 {
-	rshare_device *dev;
-	int fd;
-
 	setenv("RSHARE_SIM_LOCK_MS", "300", 1);
-	REQUIRE_OK(rshare_device_open("sim0", &dev));
-	REQUIRE_OK(rshare_device_fd(dev, &fd));
-	public_api(dev, fd);
-	provider_level();
-	poisoned(dev, fd);
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+	REQUIRE_OK(rshare_device_open("sim0", &fx_dev));
+	REQUIRE_OK(rshare_device_fd(fx_dev, &fx_fd));
 }
+
+static void teardown(void)
+{
+	CHECK_OK(rshare_device_close(fx_dev));
+}
+
+#define T_PROGRAM_test_sim_mem ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -264,17 +264,18 @@ static void case_reuse(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-int main(int argc, char **argv)
+static void setup(void)
 {
 	setenv("RSHARE_SIM_LOCK_MS", "300", 1);
 	if (geteuid() != 0) {
 		printf("test_sim_ns: needs root (PID namespaces, a proc mount, other uids); "
 		       "skipped\n");
-		return 77;
+		exit(77);
 	}
-	if (argc < 2 || strcmp(argv[1], "ns") == 0)
-		case_ns();
-	if (argc < 2 || strcmp(argv[1], "reuse") == 0)
-		case_reuse();
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_ns ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, NULL)

@@ -80,8 +80,17 @@ static uint64_t own_value(int fd)
 	return v;
 }
 
-static void poisoned_words(rshare_device *dev, struct sim_table *t, int fd)
+static rshare_device *fx_dev; /* sim0 and its table, mapped as a peer would */
+static struct sim_table *fx_t;
+static size_t fx_map_len;
+static int fx_fd;
+
+static void case_poisoned_words(void)
 {
+	rshare_device *dev = fx_dev;
+	struct sim_table *t = fx_t;
+	int fd = fx_fd;
+
 	uint64_t *live_value = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 				    -1, 0);
 	uint64_t mine, live_v;
@@ -212,7 +221,7 @@ static pid_t flipper(int fd)
 }
 
 /* A process poisons its own table and sends it; the victim uses it. */
-static void poisoned_over_channel(void)
+static void case_poisoned_over_channel(void)
 {
 	int sv[2], bad = 0;
 	pid_t pid;
@@ -261,35 +270,44 @@ static void poisoned_over_channel(void)
 	close(sv[0]);
 }
 
-int main(void)
+static void setup(void)
 {
-	rshare_device *dev;
-	struct sim_table *t;
-	size_t map_len;
-	int fd, bad = 0;
-	pid_t peer;
-
 	setenv("RSHARE_SIM_LOCK_MS", "200", 1);
-	REQUIRE_OK(rshare_device_open("sim0", &dev));
-	REQUIRE_OK(rshare_device_fd(dev, &fd));
-	t = peer_map(fd, &map_len);
-
-	poisoned_words(dev, t, fd);
-
-	peer = hammer_lock(fd, getpid());
-	work(dev, 3000, &bad);
-	kill_peer(peer);
-	CHECK(bad == 0);
-
-	bad = 0;
-	peer = flipper(fd);
-	work(dev, 3000, &bad);
-	kill_peer(peer);
-	CHECK(bad == 0);
-
-	poisoned_over_channel();
-
-	munmap(t, map_len);
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+	REQUIRE_OK(rshare_device_open("sim0", &fx_dev));
+	REQUIRE_OK(rshare_device_fd(fx_dev, &fx_fd));
+	fx_t = peer_map(fx_fd, &fx_map_len);
 }
+
+static void teardown(void)
+{
+	munmap(fx_t, fx_map_len);
+	CHECK_OK(rshare_device_close(fx_dev));
+}
+
+/* Work goes on while a peer hammers the lock... */
+static void case_lock_hammered(void)
+{
+	int bad = 0;
+	pid_t peer = hammer_lock(fx_fd, getpid());
+
+	work(fx_dev, 3000, &bad);
+	kill_peer(peer);
+	CHECK(bad == 0);
+}
+
+/* ... and while one flips bits of the table. */
+static void case_bits_flipped(void)
+{
+	int bad = 0;
+	pid_t peer = flipper(fx_fd);
+
+	work(fx_dev, 3000, &bad);
+	kill_peer(peer);
+	CHECK(bad == 0);
+}
+
+#define T_PROGRAM_test_sim_poison ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -139,7 +139,7 @@ static int child_main(int sock)
 	return bad > 99 ? 99 : bad;
 }
 
-int main(void)
+static void case_lookup_race(void)
 {
 	static char mem[64 * 1024];
 	unsigned char pdb[RSHARE_BLOB_MAX];
@@ -203,5 +203,10 @@ int main(void)
 	close(sv[0]);
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_race ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

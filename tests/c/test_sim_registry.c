@@ -27,7 +27,7 @@ static uint64_t table_id(int fd)
 	return id;
 }
 
-int main(void)
+static void case_registry(void)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	rshare_device *dev, *other, *again;
@@ -76,5 +76,10 @@ int main(void)
 
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_registry ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

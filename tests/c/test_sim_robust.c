@@ -55,26 +55,38 @@ static void half_freed_pd(struct sim_table *t)
 	t->objs[victim_handle].type = SIM_FREE;
 }
 
-int main(void)
-{
-	unsigned char blob[RSHARE_BLOB_MAX], vblob[RSHARE_BLOB_MAX];
-	rshare_device *dev, *imp;
-	rshare_pd *pd, *pd2;
-	rshare_var *vars[SIM_VAR_PAGES];
-	struct sim_table *t;
-	size_t len, vlen, map_len;
-	uint32_t h;
-	int fd, n;
+/* What every case starts from (one fixture, made for each case). */
+static unsigned char blob[RSHARE_BLOB_MAX], vblob[RSHARE_BLOB_MAX];
+static rshare_device *dev, *imp;
+static rshare_pd *pd, *pd2;
+static rshare_var *vars[SIM_VAR_PAGES];
+static struct sim_table *t;
+static size_t len, vlen, map_len;
+static uint32_t h;
+static int fd, n;
 
+static void setup(void)
+{
 	setenv("RSHARE_SIM_LOCK_MS", "300", 1); /* read once, at the first lock */
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_device_fd(dev, &fd));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	len = export_pd(pd, blob);
 	t = peer_map(fd, &map_len);
+}
 
-	/* 1. Killed while holding the lock: the next caller takes it over
-	 * well within the bound. */
+static void teardown(void)
+{
+	munmap(t, map_len);
+
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* 1. Killed while holding the lock: the next caller takes it over
+ * well within the bound. */
+static void case_killed_holding_lock(void)
+{
 	{
 		uint64_t t0;
 
@@ -87,9 +99,12 @@ int main(void)
 		CHECK_OK(rshare_pd_unimport(pd2));
 		CHECK(t->s.lock == 0);
 	}
+}
 
-	/* 2a. Killed mid-allocation: the repair undoes it, so every VAR page
-	 * can be had again and handle 900 is free. */
+/* 2a. Killed mid-allocation: the repair undoes it, so every VAR page
+ * can be had again and handle 900 is free. */
+static void case_killed_mid_alloc(void)
+{
 	kill_peer(locked_peer(fd, half_made_var));
 	for (n = 0; n < (int)SIM_VAR_PAGES; n++)
 		if (rshare_var_alloc(dev, 0, &vars[n]) != RSHARE_OK)
@@ -101,9 +116,12 @@ int main(void)
 		CHECK_OK(rshare_var_free(vars[n]));
 	CHECK_OK(rshare_pd_import(dev, blob, len, &pd2)); /* the good PD survived */
 	CHECK_OK(rshare_pd_unimport(pd2));
+}
 
-	/* 2b. Killed mid-free: the PD is gone for everyone and its handle is
-	 * the lowest free one again. */
+/* 2b. Killed mid-free: the PD is gone for everyone and its handle is
+ * the lowest free one again. */
+static void case_killed_mid_free(void)
+{
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd2));
 	REQUIRE_OK(rshare_pd_handle(pd2, &victim_handle));
 	kill_peer(locked_peer(fd, half_freed_pd));
@@ -113,9 +131,12 @@ int main(void)
 	CHECK_OK(rshare_pd_handle(pd2, &h));
 	CHECK(h == victim_handle);
 	CHECK_OK(rshare_pd_free(pd2));
+}
 
-	/* 3. A live peer that sits on the lock: BUSY after the bound, not a
-	 * hang; fine again once it is gone. */
+/* 3. A live peer that sits on the lock: BUSY after the bound, not a
+ * hang; fine again once it is gone. */
+static void case_stopped_holder_busy(void)
+{
 	{
 		pid_t pid = locked_peer(fd, NULL);
 		uint64_t t0 = ms_now(), waited;
@@ -145,8 +166,11 @@ int main(void)
 		CHECK_OK(rshare_pd_alloc(dev, &pd2));
 		CHECK_OK(rshare_pd_free(pd2));
 	}
+}
 
-	/* 4. Scribbled objects: garbage is not found and never crashes us. */
+/* 4. Scribbled objects: garbage is not found and never crashes us. */
+static void case_scribbled_objects(void)
+{
 	for (int i = 100; i < 200; i++) {
 		t->objs[i].type = (uint32_t)i * 2654435761u;
 		t->objs[i].page = 0xffffffffu - (uint32_t)i;
@@ -164,10 +188,13 @@ int main(void)
 		CHECK_ST(rshare_pd_free(fp), RSHARE_E_NOT_FOUND);
 		CHECK_OK(rshare_pd_unimport(fp));
 	}
+}
 
-	/* 5. Bitmaps that lie. "All free" where objects live: the allocator
-	 * checks the slot, corrects the map and never overwrites a live
-	 * object of another kind. */
+/* 5. Bitmaps that lie. "All free" where objects live: the allocator
+ * checks the slot, corrects the map and never overwrites a live
+ * object of another kind. */
+static void case_lying_bitmaps(void)
+{
 	{
 		rshare_var *v;
 		unsigned char b2[RSHARE_BLOB_MAX];
@@ -222,13 +249,19 @@ int main(void)
 				t->s.leaf[i / 64] |= 1ull << (i % 64);
 		CHECK_OK(rshare_var_free(v));
 	}
+}
 
-	/* 6. The file cannot be shrunk or grown under anyone's mappings. */
+/* 6. The file cannot be shrunk or grown under anyone's mappings. */
+static void case_size_sealed(void)
+{
 	CHECK(ftruncate(fd, 4096) < 0 && errno == EPERM);
 	CHECK(ftruncate(fd, 1 << 30) < 0 && errno == EPERM);
+}
 
-	/* 7. A damaged header: a process that has not seen the table refuses
-	 * it; one that has keeps its validated view. */
+/* 7. A damaged header: a process that has not seen the table refuses
+ * it; one that has keeps its validated view. */
+static void case_damaged_header(void)
+{
 	{
 		int ffd = foreign_table_fd();
 		struct sim_table *ft = peer_map(ffd, &len);
@@ -253,9 +286,10 @@ int main(void)
 		CHECK_OK(rshare_var_free(v));
 		CHECK_OK(rshare_device_close(imp));
 	}
-	munmap(t, map_len);
-
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_robust ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

@@ -119,7 +119,7 @@ static void import_without_mapping(void)
 	close(sv[0]);
 }
 
-int main(void)
+static void case_scale(void)
 {
 	static rshare_pd *pds[LIVE];
 	static rshare_device *ctxs[1000];
@@ -196,5 +196,10 @@ int main(void)
 	CHECK(sim_mappings() == 0);
 	import_without_mapping();
 	nothing_left();
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_sim_scale ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(NULL, NULL)

@@ -78,26 +78,40 @@ static void *churner(void *arg)
 	return NULL;
 }
 
-int main(void)
-{
-	pthread_t th[NTHREADS];
-	rshare_pd *pd;
-	rshare_device *d2;
+/* What every case starts from (one fixture, made for each case). */
+static pthread_t th[NTHREADS];
+static rshare_pd *pd;
+static rshare_device *d2;
 
+static void setup(void)
+{
+	pthread_barrier_init(&barrier, NULL, NTHREADS); /* racers and mappers start at once */
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	pd_len = export_pd(pd, pd_blob);
 	REQUIRE_OK(rshare_pd_handle(pd, &pd_handle));
+}
 
-	/* Import/unimport storm. */
+static void teardown(void)
+{
+	pthread_barrier_destroy(&barrier);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* Import/unimport storm. */
+static void case_import_storm(void)
+{
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, importer, NULL);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	CHECK(atomic_load(&failures) == 0);
+}
 
-	/* Racing releases of one handle: exactly one wins. */
-	pthread_barrier_init(&barrier, NULL, NTHREADS);
+/* Racing releases of one handle: exactly one wins. */
+static void case_racing_releases(void)
+{
 	for (int round = 0; round < 100; round++) {
 		atomic_store(&oks, 0);
 		atomic_store(&stales, 0);
@@ -110,8 +124,11 @@ int main(void)
 		CHECK(atomic_load(&stales) == NTHREADS - 1);
 	}
 	CHECK(atomic_load(&failures) == 0);
+}
 
-	/* Mapping one VAR from many threads: one mapping, one address. */
+/* Mapping one VAR from many threads: one mapping, one address. */
+static void case_map_from_many_threads(void)
+{
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &shared_var));
 	for (intptr_t i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, mapper, (void *)i);
@@ -120,9 +137,12 @@ int main(void)
 	for (int i = 1; i < NTHREADS; i++)
 		CHECK(addrs[i] == addrs[0] && addrs[0] != NULL);
 	CHECK_OK(rshare_var_free(shared_var));
+}
 
-	/* Closing a device while threads allocate on it: BUSY or OK, and
-	 * once closed every thread sees STALE and stops. */
+/* Closing a device while threads allocate on it: BUSY or OK, and
+ * once closed every thread sees STALE and stops. */
+static void case_close_while_allocating(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &d2));
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, churner, d2);
@@ -139,8 +159,10 @@ int main(void)
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	CHECK(atomic_load(&failures) == 0);
-
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
 }
+
+#define T_PROGRAM_test_threads ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+T_MAIN(setup, teardown)

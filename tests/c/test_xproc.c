@@ -132,30 +132,36 @@ static void make_payload(char *out, size_t cap, rshare_pd *pd, rshare_var *var, 
 
 #define NCHILD 3
 
-int main(int argc, char **argv)
+/* What every case starts from (one fixture, made for each case). */
+static char payload[512];
+static unsigned char blob[RSHARE_BLOB_MAX];
+static rshare_device *dev;
+static rshare_pd *pd, *imp;
+static rshare_var *var;
+static volatile uint32_t *page;
+static void *addr;
+static struct msg m;
+static pid_t pids[NCHILD];
+static int socks[NCHILD], fd;
+static size_t len;
+
+static void setup(void)
 {
-	char payload[512];
-	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *dev;
-	rshare_pd *pd, *imp;
-	rshare_var *var;
-	volatile uint32_t *page;
-	void *addr;
-	struct msg m;
-	pid_t pids[NCHILD];
-	int socks[NCHILD], fd;
-	size_t len;
-
-	if (argc == 3 && !strcmp(argv[1], "child"))
-		return child(atoi(argv[2]));
-
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
+}
+
+static void teardown(void)
+{
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* 1. Exec'd children over the channel; the parent sees their writes. */
+static void case_exec_children_over_channel(void)
+{
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
 	REQUIRE_OK(rshare_var_map(var, &addr));
 	page = addr;
-
-	/* 1. Exec'd children over the channel; the parent sees their writes. */
 	for (int i = 0; i < NCHILD; i++) {
 		pids[i] = spawn_exec(&socks[i]);
 		make_payload(payload, sizeof(payload), pd, var, i);
@@ -183,8 +189,11 @@ int main(int argc, char **argv)
 		CHECK(reaped_ok(pids[i]));
 		close(socks[i]);
 	}
+}
 
-	/* 3. A child frees; the parent's import then fails. */
+/* 3. A child frees; the parent's import then fails. */
+static void case_child_frees(void)
+{
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
 	pids[0] = spawn_exec(&socks[0]);
@@ -204,8 +213,11 @@ int main(int argc, char **argv)
 	CHECK_ST(rshare_pd_free(pd), RSHARE_E_NOT_FOUND);
 	CHECK_OK(rshare_pd_unimport(pd));
 	CHECK_OK(rshare_var_unimport(var));
+}
 
-	/* 4. Plain fork inheritance: the child imports the inherited fd. */
+/* 4. Plain fork inheritance: the child imports the inherited fd. */
+static void case_fork_inherits_fd(void)
+{
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	len = export_pd(pd, blob);
 	CHECK_OK(rshare_device_fd(dev, &fd));
@@ -221,7 +233,16 @@ int main(int argc, char **argv)
 	CHECK(reaped_ok(pids[0]));
 	CHECK_ST(rshare_pd_free(pd), RSHARE_E_NOT_FOUND);
 	CHECK_OK(rshare_pd_unimport(pd));
+}
 
-	CHECK_OK(rshare_device_close(dev));
-	TEST_DONE();
+#define T_PROGRAM_test_xproc ~, 1
+static const struct t_case t_cases[] = {
+#include "c_cases.def"
+};
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "child"))
+		return child(atoi(argv[2]));
+	return T_RUN(setup, teardown, argc, argv);
 }

@@ -88,6 +88,58 @@ extern int t_pass, t_fail;
 /* Open fds of this process, to prove that failures leak none. */
 int count_fds(void);
 
+/* The fd count once a background thread (the broker's) has caught up with
+ * the connections closed so far: stable for 100 ms. */
+int settled_fds(void);
+
+/*
+ * Named cases. tests/c/c_cases.def lists every case of every C test
+ * program, C_CASE(program, name), in running order: it is the one list
+ * that a program runs (each name is its function case_<name>) and that
+ * tests/c/CMakeLists.txt registers, each case its own ctest test
+ * c_<program without test_>.<name>. A program says which entries are its
+ * own, makes its table of them and ends with T_MAIN (or T_RUN from its own
+ * main, after its helper modes):
+ *
+ *   ...static void case_alloc_free(void) { ... }...
+ *   #define T_PROGRAM_test_pd ~, 1
+ *   static const struct t_case t_cases[] = {
+ *   #include "c_cases.def"
+ *   };
+ *   T_MAIN(NULL, NULL)
+ *
+ * A case listed but not written fails the build (case_<name> undeclared),
+ * a case written but not listed too (-Werror=unused-function).
+ */
+struct t_case {
+	const char *name;
+	void (*run)(void);
+};
+
+/* Run the case named argv[1] alone (exit 2 for a name the list lacks), or
+ * every case in order; setup and teardown (may be NULL) around each. Prints
+ * "file[ case]: N passed, N failed"; returns the exit status. */
+int t_run_cases(const char *file, const struct t_case *cases, size_t n, void (*setup)(void),
+		void (*teardown)(void), int argc, char **argv);
+
+/* The C_CASE entries of this program (T_PROGRAM_<program> defined as
+ * "~, 1"), the others expanding to nothing. */
+#define T_ARG2_(a, b, ...) b
+#define T_MINE_(...) T_ARG2_(__VA_ARGS__, 0, ~)
+#define T_CAT_(a, b) a##b
+#define T_CAT(a, b) T_CAT_(a, b)
+#define T_IF_1(...) __VA_ARGS__
+#define T_IF_0(...)
+#define C_CASE(program, name) T_CAT(T_IF_, T_MINE_(T_PROGRAM_##program))({ #name, case_##name },)
+#define T_RUN(setup, teardown, argc, argv)                                       \
+	t_run_cases(__FILE__, t_cases, sizeof(t_cases) / sizeof(t_cases[0]), setup, \
+		    teardown, argc, argv)
+#define T_MAIN(setup, teardown)                                                  \
+	int main(int argc, char **argv)                                          \
+	{                                                                        \
+		return T_RUN(setup, teardown, argc, argv);                       \
+	}
+
 /* Export helpers that must succeed in a test's set-up. */
 static inline size_t export_pd(rshare_pd *pd, unsigned char *buf)
 {

@@ -158,6 +158,8 @@ static const char *status_name(int status)
 }
 
 static void vreport(const char *file, int line, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void vreport(const char *file, int line, const char *fmt, va_list ap)
 {
 	const char *base = strrchr(file, '/');
 

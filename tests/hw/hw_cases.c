@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Devices and PDs through the hardware provider. */
 #include <errno.h>
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <stddef.h>
+#include <linux/kcmp.h>
+#include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,13 +233,13 @@ static void import_fails_after_adoption(int fd, const char *how)
 	CHECK_MSG("ibv_import_device");
 	CHECK(b == NULL);
 	CHECK(fcntl(fd, F_GETFD) >= 0);
-	if (strcmp(how, "squat") == 0) {
+	if (strcmp(how, "close") != 0) {
 		/* The descriptor that took the closed number is not ours to close. */
 		REQUIRE(getenv("STANDIN_SQUATTER_FD"));
 		squat = atoi(getenv("STANDIN_SQUATTER_FD"));
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", squat);
-		CHECK(readlink(link, path, sizeof(path) - 1) > 0 &&
-		      strcmp(path, "/dev/null") == 0);
+		CHECK(readlink(link, path, sizeof(path) - 1) > 0);
+		CHECK(strcmp(how, "squat") != 0 || strcmp(path, "/dev/null") == 0);
 		CHECK(count_fds() == before + 1);
 		close(squat);
 	}
@@ -249,6 +256,7 @@ void case_import_adopted_then_failed(const struct hw_target *t)
 	before = count_fds();
 	import_fails_after_adoption(fd, "close");
 	import_fails_after_adoption(fd, "squat");
+	import_fails_after_adoption(fd, "reopen");
 	/* The context's own fd survived all that and still imports. */
 	CHECK_OK(rshare_device_import(fd, &b));
 	CHECK_OK(rshare_device_close(b));
@@ -262,11 +270,12 @@ void case_pd_limit(const struct hw_target *t)
 	rshare_pd *pds[STANDIN_MAX_OBJS + 1];
 	int n = 0, s = RSHARE_OK;
 
-	/* The table is full after STANDIN_MAX_OBJS, the sentinel PD of the
-	 * table's identity included: ENOMEM -> NOMEM. */
+	/* The table is full after STANDIN_MAX_OBJS, mlx5's own UAR (made by
+	 * every open) and the sentinel PD of the table's identity included:
+	 * ENOMEM -> NOMEM. */
 	while (n <= STANDIN_MAX_OBJS && (s = rshare_pd_alloc(a, &pds[n])) == RSHARE_OK)
 		n++;
-	CHECK(n == STANDIN_MAX_OBJS - 1);
+	CHECK(n == STANDIN_MAX_OBJS - 2);
 	CHECK_ST(s, RSHARE_E_NOMEM);
 	CHECK(rshare_last_errno() == ENOMEM);
 	for (int i = 0; i < n; i++)
@@ -301,5 +310,49 @@ void case_pd_errno_map(const struct hw_target *t)
 	unsetenv("STANDIN_FAIL_ALLOC_PD");
 	CHECK_OK(rshare_pd_alloc(a, &pd));
 	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* Only kcmp is refused, with ENOSYS, as container seccomp profiles do. */
+static int filter_kcmp(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kcmp, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* The same with kcmp filtered: the squatter is another open of the same
+ * file (every open of a uverbs device is one inode), and must survive. */
+void case_import_failed_kcmp_filtered(const struct hw_target *t)
+{
+	rshare_device *a = NULL;
+	int fd, pid, st = 0;
+
+	REQUIRE_OK(rshare_device_open(t->name, &a));
+	fd = dev_fd(a);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		pid_t me = getpid();
+		int failed_before = t_fail;
+
+		if (filter_kcmp() != 0 || syscall(SYS_kcmp, me, me, KCMP_FILE, fd, fd) != -1 ||
+		    errno != ENOSYS)
+			_exit(3);
+		import_fails_after_adoption(fd, "reopen");
+		import_fails_after_adoption(fd, "squat");
+		_exit(t_fail != failed_before);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_OK(rshare_device_close(a));
 }

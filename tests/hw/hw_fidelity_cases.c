@@ -85,9 +85,19 @@ void case_disassociated(const struct hw_target *t)
 	CHECK_MSG("removed or reset");
 	/* The removed device's char device is gone: nothing to import. */
 	CHECK_ST(rshare_device_import(fd, &b), RSHARE_E_NODEV);
-	/* rdma-core turns EIO from a destroy into success: the kernel has
-	 * already destroyed everything of a disassociated device. */
+	/* rdma-core turns EIO from a destroy into success only when
+	 * RDMAV_ALLOW_DISASSOC_DESTROY is set (libibverbs cmd_write.h,
+	 * verbs_is_destroy_err): otherwise the caller sees EIO and keeps
+	 * the object, which unimport still releases. */
+	unsetenv("RDMAV_ALLOW_DISASSOC_DESTROY");
+	CHECK_ST(rshare_pd_free(pd), RSHARE_E_IO);
+	CHECK(rshare_last_errno() == EIO);
+	CHECK_MSG("removed or reset");
+	setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "0", 1); /* "0" is off, as check_env */
+	CHECK_ST(rshare_pd_free(pd), RSHARE_E_IO);
+	setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "1", 1);
 	CHECK_OK(rshare_pd_free(pd));
+	unsetenv("RDMAV_ALLOW_DISASSOC_DESTROY");
 	unsetenv("STANDIN_DISASSOCIATED");
 	CHECK(pd2 == NULL && b == NULL);
 	CHECK_OK(rshare_device_close(a));

@@ -41,6 +41,7 @@ void case_listing(const struct hw_target *t);
 void case_open_default(const struct hw_target *t);
 void case_not_a_context(const struct hw_target *t);
 void case_import_adopted_then_failed(const struct hw_target *t);
+void case_import_failed_kcmp_filtered(const struct hw_target *t);
 void case_pd_local(const struct hw_target *t);
 void case_pd_freed_elsewhere(const struct hw_target *t);
 void case_guid_mismatch(const struct hw_target *t);
@@ -79,6 +80,20 @@ void case_dm_not_mlx5(const struct hw_target *t);
 
 /* hw_buf_cases.c: shared buffers (since 1.2) */
 void case_buf_share(const struct hw_target *t);
+
+/* hw_ledger_cases.c: table identity and the checking levels (issue 17).
+ * hw_channel_dev: from's context received over a channel (with its
+ * ledger), as another process would get it. */
+rshare_device *hw_channel_dev(rshare_device *from);
+void case_table_never_zero(const struct hw_target *t);
+void case_other_context_mismatch(const struct hw_target *t);
+void case_reuse_levels(const struct hw_target *t);
+void case_fork_channel(const struct hw_target *t);
+void case_ledger_untrusted(const struct hw_target *t);
+void case_no_import_provider(const struct hw_target *t);
+void case_var_fault_mode(const struct hw_target *t);
+void case_broker_ledger(const struct hw_target *t);
+void case_export_sizes_room(const struct hw_target *t);
 
 /* hw_xproc.c: sharing with another process (fork + exec + channel) */
 void case_xproc(const struct hw_target *t);

@@ -8,7 +8,8 @@
 #      error and no warning (an override in debian/*.lintian-overrides must
 #      say why, on the comment line above it);
 #   3. every package unpacked (`dpkg -x`) into one throwaway root: no
-#      installed ELF file has a RUNPATH, and the packages' dependencies
+#      installed ELF file has a RUNPATH, the rshare package has the
+#      broker's systemd units (system and user), and the packages' dependencies
 #      resolve on this system (`apt-get install --simulate`);
 #   4. from that root alone: `rshare demo`, a C program built with
 #      `pkg-config rshare` (shared, and static with librshare.a), one built
@@ -87,6 +88,17 @@ find "$root" -type f | while read -r f; do
 	fi
 done
 [ -e "$tmp/runpaths" ] && fail "installed files with a RUNPATH"
+# The broker's units (packaging/systemd), system and user, in the rshare
+# package, starting the packaged command.
+if [ -d "$tmp/src/packaging/systemd" ]; then
+	for unit in lib/systemd/system/rshare.socket lib/systemd/system/rshare.service \
+		usr/lib/systemd/user/rshare.socket usr/lib/systemd/user/rshare.service; do
+		dpkg -c "$tmp/rshare_${version}_${arch}.deb" | grep -q " \./$unit\$" ||
+			fail "the rshare package lacks /$unit"
+	done
+	grep -q '^ExecStart=/usr/bin/rshare serve' "$root/lib/systemd/system/rshare.service" ||
+		fail "rshare.service does not start /usr/bin/rshare"
+fi
 # shellcheck disable=SC2086
 apt-get install --simulate -qq $debs >"$tmp/apt.log" 2>&1 ||
 	{ cat "$tmp/apt.log" >&2; fail "the packages' dependencies do not resolve"; }

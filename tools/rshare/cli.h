@@ -114,6 +114,7 @@ const char *cli_provider_name(int provider);
 /* The subcommands (main.c lists them in this order). */
 extern const struct cli_command cli_devices;
 extern const struct cli_command cli_demo;
+extern const struct cli_command cli_selftest;
 extern const struct cli_command cli_demo_worker;
 extern const struct cli_command cli_inspect;
 extern const struct cli_command cli_serve;

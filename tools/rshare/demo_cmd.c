@@ -6,18 +6,28 @@
  * the PD, allocates device memory and writes a message into it, and starts
  * N worker processes (fork + exec of this binary). Each gets the device fd
  * and the blobs over an rshare channel, imports them (the MR into its
- * imported PD), checks the handles and the MR's keys, maps the VAR page and
+ * imported PD), checks the handles and the MR's keys, maps the VAR page,
  * writes its id and pid into its own slot, reads the parent's message from
  * the device memory, unimports and reports. The parent checks every slot,
  * frees everything and shows that a late import fails with
  * RSHARE_E_NOT_FOUND.
  *
+ * Where the slots live: on sim0 the VAR page is ordinary memory, so they
+ * are in it. On hardware the VAR page is the device's doorbell (uncached
+ * MMIO): parent and workers map it and never read or write it, and the
+ * slots go to device memory after the parent's message (rshare_dm_write),
+ * or, without device memory, nowhere (each worker's report over its socket
+ * is the check).
+ *
  * On a device or rdma-core without VAR, MR or DM sharing the demo says why
- * (RSHARE_E_UNSUPPORTED, or the device's capabilities) and shares the rest.
+ * (RSHARE_E_UNSUPPORTED, or the device's capabilities) and shares the rest;
+ * a device that cannot share at all (no RSHARE_CAP_PD: its provider has no
+ * import) is refused with the reason.
  */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +41,12 @@
 #define SLOT_MAGIC 0x52534841u /* "RSHA": marks a slot a worker wrote */
 #define NO_OBJ "-"             /* payload placeholder for an object not shared */
 #define MR_BYTES 4096
-#define DM_BYTES 256
+#define DM_BYTES 256 /* the parent's message; the hardware slots follow it */
+#define DM_SLOTS_OFF DM_BYTES
 #define DM_MESSAGE "rshare demo: written into device memory by pid %d"
 
-/* One worker's slot in the VAR page. */
+/* One worker's slot (16 bytes: whole 4-byte words, as mlx5 device memory
+ * wants), in the VAR page on sim0, in device memory on hardware. */
 struct slot {
 	uint32_t magic;
 	uint32_t id;
@@ -54,7 +66,8 @@ struct shared {
 	size_t pd_len;
 	rshare_var *var; /* NULL when the device cannot share VARs */
 	uint32_t page_id;
-	volatile struct slot *slots;
+	volatile struct slot *slots; /* in the VAR page (sim0 only), else NULL */
+	bool hw;                     /* the VAR page is a doorbell: never touched */
 	rshare_mr *mr; /* NULL when the device has no MRs */
 	void *mr_mem;
 	uint32_t lkey, rkey;
@@ -109,6 +122,12 @@ static int share_var(rshare_device *dev, struct shared *sh, int workers, char *v
 	if (s || (s = rshare_var_attrs(sh->var, &sh->page_id, &length, &mmap_off)) ||
 	    (s = rshare_var_map(sh->var, &page)) || (s = blob_text(blob, len, var_text)))
 		return cli_fail("allocating, exporting and mapping a VAR", s);
+	if (sh->hw) {
+		step("allocated VAR, page %" PRIu32 ", %" PRIu32 " bytes at mmap offset 0x%" PRIx64
+		     ", exported (%zu-byte blob), mapped and left untouched (a doorbell page)",
+		     sh->page_id, length, mmap_off, len);
+		return RSHARE_OK;
+	}
 	if ((size_t)workers * sizeof(struct slot) > length) {
 		fprintf(stderr, "rshare demo: VAR page too small for %d workers\n", workers);
 		return 1;
@@ -166,7 +185,7 @@ static int share_dm(rshare_device *dev, uint32_t caps, struct shared *sh, char *
 	}
 	memset(msg, 0, sizeof(msg));
 	snprintf(msg, sizeof(msg), DM_MESSAGE, (int)getpid());
-	if ((s = rshare_dm_alloc(dev, DM_BYTES, &sh->dm)) ||
+	if ((s = rshare_dm_alloc(dev, DM_BYTES + MAX_WORKERS * sizeof(struct slot), &sh->dm)) ||
 	    (s = rshare_dm_write(sh->dm, 0, msg, sizeof(msg))) ||
 	    (s = rshare_dm_export(sh->dm, blob, sizeof(blob), &len)) ||
 	    (s = blob_text(blob, len, dm_text)))
@@ -212,6 +231,14 @@ static int share(rshare_device *dev, struct shared *sh, int workers)
 	uint32_t caps;
 	int s;
 
+	if ((s = rshare_device_caps(dev, &caps)))
+		return cli_fail("asking the device's capabilities", s);
+	if (!(caps & RSHARE_CAP_PD)) {
+		fprintf(stderr, "rshare demo: this device cannot share anything: its provider "
+			"implements no import (only mlx5 does; the device reports no "
+			"RSHARE_CAP_PD)\n");
+		return 1;
+	}
 	if ((s = rshare_pd_alloc(dev, &sh->pd)) || (s = rshare_pd_handle(sh->pd, &sh->pd_handle)) ||
 	    (s = rshare_pd_export(sh->pd, sh->pd_blob, sizeof(sh->pd_blob), &sh->pd_len)) ||
 	    (s = blob_text(sh->pd_blob, sh->pd_len, pd_text)))
@@ -220,8 +247,6 @@ static int share(rshare_device *dev, struct shared *sh, int workers)
 	     sh->pd_len);
 	if ((s = share_var(dev, sh, workers, var_text)))
 		return s;
-	if ((s = rshare_device_caps(dev, &caps)))
-		return cli_fail("asking the device's capabilities", s);
 	if ((s = share_mr(caps, sh, mr_text)) || (s = share_dm(dev, caps, sh, dm_text)) ||
 	    (s = share_buf(caps, sh, workers, buf_text)))
 		return s;
@@ -309,13 +334,19 @@ static int run_workers(rshare_device *dev, struct shared *sh, int workers)
 		step("%s: every worker's line is in the shared buffer", good ? "checked" : "FAILED");
 		ok &= good;
 	}
-	if (!sh->var) {
+	if (!sh->slots && !(sh->hw && sh->dm)) {
 		step("%s: every worker imported the PD with handle %" PRIu32,
 		     ok ? "checked" : "FAILED", sh->pd_handle);
 		return ok;
 	}
 	for (int i = 0; i < workers; i++) {
-		volatile struct slot *sl = &sh->slots[i];
+		struct slot copy = { 0 };
+		const volatile struct slot *sl = sh->slots ? &sh->slots[i] : &copy;
+
+		if (!sh->slots &&
+		    rshare_dm_read(sh->dm, DM_SLOTS_OFF + (uint64_t)i * sizeof(copy), &copy,
+				   sizeof(copy)) != RSHARE_OK)
+			copy.magic = 0;
 		if (sl->magic != SLOT_MAGIC || sl->id != (uint32_t)i ||
 		    sl->pid != (uint32_t)pids[i] || sl->pd_handle != sh->pd_handle) {
 			printf("  slot %d: MISSING or wrong (magic 0x%08x id %u pid %u)\n", i,
@@ -323,7 +354,8 @@ static int run_workers(rshare_device *dev, struct shared *sh, int workers)
 			ok = 0;
 		}
 	}
-	step("%s: every worker's write is in the shared VAR page", ok ? "checked" : "FAILED");
+	step("%s: every worker's write is in the %s", ok ? "checked" : "FAILED",
+	     sh->slots ? "shared VAR page" : "shared device memory");
 	return ok;
 }
 
@@ -382,6 +414,7 @@ static int run_demo(int argc, char **argv)
 		return cli_fail("opening the device", s);
 	step("opened %s (guid 0x%016" PRIx64 ", provider %s)", name, guid,
 	     cli_provider_name(provider));
+	sh.hw = provider == RSHARE_PROVIDER_HW;
 	if ((s = share(dev, &sh, workers)))
 		return s;
 	ok = run_workers(dev, &sh, workers);
@@ -436,8 +469,18 @@ static int worker_mr(int id, rshare_pd *pd, const char *text, uint32_t want_lkey
 	return 0;
 }
 
-/* A worker imports the device memory and reads the parent's message. */
-static int worker_dm(int id, rshare_device *dev, const char *text, char *note, size_t cap)
+/* A worker's slot in device memory (hardware): after the message. */
+static int worker_dm_slot(rshare_dm *dm, int id, uint32_t pd_handle)
+{
+	struct slot sl = { SLOT_MAGIC, (uint32_t)id, (uint32_t)getpid(), pd_handle };
+
+	return rshare_dm_write(dm, DM_SLOTS_OFF + (uint64_t)id * sizeof(sl), &sl, sizeof(sl));
+}
+
+/* A worker imports the device memory and reads the parent's message (and,
+ * on hardware, writes its slot there). */
+static int worker_dm(int id, rshare_device *dev, const char *text, uint32_t pd_handle,
+		     bool hw, char *note, size_t cap)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
 	char got[DM_BYTES], want[DM_BYTES];
@@ -447,8 +490,9 @@ static int worker_dm(int id, rshare_device *dev, const char *text, char *note, s
 
 	if ((s = rshare_blob_from_text(text, blob, sizeof(blob), &len)) ||
 	    (s = rshare_dm_import(dev, blob, len, &dm)) ||
-	    (s = rshare_dm_read(dm, 0, got, sizeof(got))))
-		return cli_fail("worker: importing and reading the device memory", s);
+	    (s = rshare_dm_read(dm, 0, got, sizeof(got))) ||
+	    (hw && (s = worker_dm_slot(dm, id, pd_handle))))
+		return cli_fail("worker: importing, reading and writing the device memory", s);
 	if ((s = rshare_dm_unimport(dm)))
 		return cli_fail("worker: releasing the device memory", s);
 	memset(want, 0, sizeof(want));
@@ -458,7 +502,8 @@ static int worker_dm(int id, rshare_device *dev, const char *text, char *note, s
 			id, (int)strnlen(got, sizeof(got)), got, want);
 		return 1;
 	}
-	snprintf(note, cap, "read the parent's message from device memory");
+	snprintf(note, cap, "read the parent's message from device memory%s",
+		 hw ? ", wrote slot there" : "");
 	return 0;
 }
 
@@ -499,7 +544,8 @@ static int run_demo_worker(int argc, char **argv)
 	rshare_var *var;
 	size_t len, blen, nfds = 0;
 	uint64_t t0 = cli_now_ns();
-	int sock, id, s, fd = -1;
+	int sock, id, s, provider = 0, fd = -1;
+	bool hw;
 
 	if (argc != 3)
 		cli_usage_error(&cli_demo_worker, "expected SOCK ID");
@@ -509,6 +555,9 @@ static int run_demo_worker(int argc, char **argv)
 				      &len)))
 		return cli_fail("worker: receiving", s);
 	payload[len] = '\0';
+	if ((s = rshare_device_provider(dev, &provider)))
+		return cli_fail("worker: asking the provider", s);
+	hw = provider == RSHARE_PROVIDER_HW; /* the VAR page is a doorbell */
 	if (sscanf(payload,
 		   "%" SCNu32 " %180s %" SCNu32 " %180s %" SCNu32 " %" SCNu32 " %180s %180s %180s",
 		   &want_pd, pd_text, &want_page, var_text, &want_lkey, &want_rkey, mr_text,
@@ -527,7 +576,8 @@ static int run_demo_worker(int argc, char **argv)
 	if (strcmp(mr_text, NO_OBJ) != 0 && worker_mr(id, pd, mr_text, want_lkey, want_rkey,
 						      mr_note, sizeof(mr_note)))
 		return 1;
-	if (strcmp(dm_text, NO_OBJ) != 0 && worker_dm(id, dev, dm_text, dm_note, sizeof(dm_note)))
+	if (strcmp(dm_text, NO_OBJ) != 0 &&
+	    worker_dm(id, dev, dm_text, got_pd, hw, dm_note, sizeof(dm_note)))
 		return 1;
 	if (nfds == 1) {
 		s = worker_buf(id, pd, buf_text, fd, buf_note, sizeof(buf_note));
@@ -549,14 +599,17 @@ static int run_demo_worker(int argc, char **argv)
 				got_page, want_page);
 			return 1;
 		}
-		slots = page;
-		slots[id].id = (uint32_t)id;
-		slots[id].pid = (uint32_t)getpid();
-		slots[id].pd_handle = got_pd;
-		__atomic_store_n(&slots[id].magic, SLOT_MAGIC, __ATOMIC_RELEASE);
+		if (!hw) {
+			slots = page;
+			slots[id].id = (uint32_t)id;
+			slots[id].pid = (uint32_t)getpid();
+			slots[id].pd_handle = got_pd;
+			__atomic_store_n(&slots[id].magic, SLOT_MAGIC, __ATOMIC_RELEASE);
+		}
 		if ((s = rshare_var_unimport(var)))
 			return cli_fail("worker: releasing the VAR", s);
-		snprintf(var_note, sizeof(var_note), "VAR page %u, wrote slot %d", got_page, id);
+		snprintf(var_note, sizeof(var_note), "VAR page %u, %s", got_page,
+			 hw ? "mapped, untouched" : "wrote slot");
 	}
 	if ((s = rshare_pd_unimport(pd)) || (s = rshare_device_close(dev)))
 		return cli_fail("worker: releasing", s);

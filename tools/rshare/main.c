@@ -21,8 +21,8 @@ static const struct cli_command cli_version = {
 
 /* Every subcommand, in the order `rshare --help` lists them. */
 static const struct cli_command *const commands[] = {
-	&cli_devices, &cli_demo, &cli_inspect, &cli_serve, &cli_shares, &cli_publish,
-	&cli_attach, &cli_withdraw, &cli_version, &cli_demo_worker,
+	&cli_devices, &cli_demo, &cli_selftest, &cli_inspect, &cli_serve, &cli_shares,
+	&cli_publish, &cli_attach, &cli_withdraw, &cli_version, &cli_demo_worker,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -323,8 +323,8 @@ function objects.build(B)
 
   -- Since 1.1.
   local MAX_EXACT = 2^53 - 1 -- lengths and offsets: whole numbers a double holds exactly
-  -- The RSHARE_CAP_* bits, in order (32 is issue 17's; false: not named here).
-  local CAPS = { "pd", "var", "mr", "dm", "native", false, "buf", "dm_map" }
+  -- The RSHARE_CAP_* bits, in order .
+  local CAPS = { "pd", "var", "mr", "dm", "native", "ledger", "buf", "dm_map" }
 
   -- The device's capabilities as a set: caps.pd, caps.var, caps.mr, caps.dm,
   -- caps.native are true or false; caps.mask is the bit mask.

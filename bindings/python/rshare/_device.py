@@ -32,6 +32,7 @@ class Caps(enum.IntFlag):
     MR = _c.RSHARE_CAP_MR
     DM = _c.RSHARE_CAP_DM
     NATIVE = _c.RSHARE_CAP_NATIVE
+    LEDGER = _c.RSHARE_CAP_LEDGER
     BUF = _c.RSHARE_CAP_BUF
     DM_MAP = _c.RSHARE_CAP_DM_MAP
 

@@ -117,7 +117,7 @@ class SystemCallError(Error, OSError):
 
 
 class ProtocolError(Error):
-    """RSHARE_E_PROTOCOL: a channel message that rshare did not send."""
+    """RSHARE_E_PROTOCOL: a channel or broker message that rshare did not send."""
 
 
 class WouldBlock(Error, BlockingIOError):

@@ -14,7 +14,7 @@ Lifetime rules (the same for every class):
     here and unimported if it was imported;
   * in a child made by fork(), the objects inherited from the parent are
     released locally (never freed) when the child closes their Device.
-The rules are kept in C (swig/python/objects.c), the base type of both.
+The rules are kept in C (bindings/python/ext/objects.c), the base type of both.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Type stub of the compiled module: SWIG's functions (swig/rshare.i) and the
-# hand-written parts (swig/python/*.c). Handles are ints (generation-checked
+# hand-written parts (bindings/python/ext/*.c). Handles are ints (generation-checked
 # tokens) or the package's objects; a negative C status raises an
 # rshare.Error subclass instead of being returned.
 from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
@@ -12,7 +12,7 @@ _Handle = Union[int, "Object", "Context", None]
 _Blob = Union[bytes, bytearray, memoryview, str]
 
 class Object:
-    """Base of PD and Var (swig/python/objects.c)."""
+    """Base of PD and Var (bindings/python/ext/objects.c)."""
     @property
     def _h(self) -> int: ...
     @property
@@ -30,7 +30,7 @@ class Object:
     def __exit__(self, *exc_info: object) -> None: ...
 
 class Memory(Object):
-    """Base of Buffer and Var (swig/python/memory.c): the buffer protocol
+    """Base of Buffer and Var (bindings/python/ext/memory.c): the buffer protocol
     and DLPack over the object's memory (since 1.2)."""
     @property
     def _exports(self) -> int: ...
@@ -39,7 +39,7 @@ class Memory(Object):
     def __dlpack_device__(self) -> Tuple[int, int]: ...
 
 class Context:
-    """Base of Device (swig/python/objects.c)."""
+    """Base of Device (bindings/python/ext/objects.c)."""
     @property
     def _h(self) -> int: ...
     @property
@@ -58,7 +58,7 @@ def channel_recv_wait(fd: int, timeout: Optional[float], with_fds: bool = ...) -
 def channel_send_wait(fd: int, dev: Context, payload: _Bytes, timeout: Optional[float],
                       fds: Sequence[int] = ...) -> None: ...
 def channel_recv_nowait(fd: Any) -> Optional[Tuple[Any, bytes]]: ...
-# The broker (since 1.1; swig/python/broker.c).
+# The broker (since 1.1; bindings/python/ext/broker.c).
 def broker_start(endpoint: Optional[str]) -> int: ...
 def broker_stop(broker: int) -> None: ...
 def broker_endpoint(broker: Optional[int]) -> str: ...
@@ -69,7 +69,7 @@ def broker_withdraw_name(endpoint: Optional[str], name: str) -> None: ...
 def broker_attach(endpoint: Optional[str], name: str,
                   timeout: Optional[float]) -> Tuple[Any, bytes, List[int]]: ...
 def broker_list(endpoint: Optional[str]) -> str: ...
-# Attach from an event loop (since 1.2; swig/python/broker.c).
+# Attach from an event loop (since 1.2; bindings/python/ext/broker.c).
 def broker_waiting(endpoint: Optional[str]) -> str: ...
 def attach_start(endpoint: Optional[str], name: str) -> int: ...
 def attach_fd(op: int) -> int: ...
@@ -201,6 +201,7 @@ RSHARE_CAP_VAR: int
 RSHARE_CAP_MR: int
 RSHARE_CAP_DM: int
 RSHARE_CAP_NATIVE: int
+RSHARE_CAP_LEDGER: int
 RSHARE_FIELD_KIND: int
 RSHARE_FIELD_PROVIDER: int
 RSHARE_FIELD_GUID: int

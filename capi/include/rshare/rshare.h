@@ -82,7 +82,7 @@ enum rshare_status {
 	RSHARE_E_NOT_FOUND = -12,       /**< the object no longer exists (or no such index) */
 	RSHARE_E_PERM = -13,            /**< permission denied */
 	RSHARE_E_IO = -14,              /**< system call failed; see rshare_last_errno() */
-	RSHARE_E_PROTOCOL = -15,        /**< malformed channel message */
+	RSHARE_E_PROTOCOL = -15,        /**< malformed message from a channel or broker peer */
 	RSHARE_E_AGAIN = -16,           /**< would block: nothing consumed, retry when the fd is readable (since 1.2) */
 	RSHARE_E_FD_MISMATCH = -19      /**< the fd is not the memory the blob describes (since 1.2) */
 };
@@ -138,6 +138,13 @@ enum rshare_caps {
 	RSHARE_CAP_MR = 4,      /**< memory regions: register, export, import */
 	RSHARE_CAP_DM = 8,      /**< device memory: alloc, export, import, read, write */
 	RSHARE_CAP_NATIVE = 16, /**< native rdma-core objects (rshare_*_native) */
+	/** Since 1.2. The context has a ledger: a blob of an object freed
+	 * through rshare is refused even when the kernel reused its handle
+	 * and everything it reports (docs/hardware.md, "Checking levels").
+	 * Hardware contexts opened by rshare or received over a channel or
+	 * broker have it; one imported from a bare fd does not. sim0's table
+	 * checks serials itself and does not report it. */
+	RSHARE_CAP_LEDGER = 32,
 	RSHARE_CAP_BUF = 64,    /**< shared buffers: alloc, export, import (since 1.2) */
 	RSHARE_CAP_DM_MAP = 128 /**< device memory mapped into the process: rshare_dm_map (since 1.2) */
 };
@@ -400,6 +407,11 @@ RSHARE_API int rshare_pd_handle(const rshare_pd *pd, uint32_t *handle);
  * The native rdma-core PD behind pd: a struct ibv_pd *, stored in *ibv_pd
  * (use it with ibv_reg_mr, ibv_create_qp, ...). Borrowed: valid until pd is
  * unimported or freed; never deallocate it yourself. Since 1.1.
+ * Parent domains: free any ibv_alloc_parent_domain() made over it before
+ * rshare_pd_unimport() (or closing a forked child's inherited device,
+ * which unimports): mlx5's unimport of a PD that still carries a parent
+ * domain fails and asserts (providers/mlx5/verbs.c mlx5_unimport_pd),
+ * aborting the process in rdma-core builds without NDEBUG.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED
  * (a device without RSHARE_CAP_NATIVE, such as sim0).
  */
@@ -855,7 +867,10 @@ RSHARE_API int rshare_blob_from_text(const char *text, void *buf, size_t cap,
 /**
  * Send dev's command fd (SCM_RIGHTS) and len bytes of payload (at most
  * RSHARE_PAYLOAD_MAX; payload may be NULL when len is 0) as one message
- * over sock, a connected AF_UNIX stream or seqpacket socket.
+ * over sock, a connected AF_UNIX stream or seqpacket socket. Since 1.2 a
+ * context with a ledger (RSHARE_CAP_LEDGER) sends the ledger's fd after its
+ * command fd; a 1.1 receiver refuses that message with RSHARE_E_PROTOCOL
+ * (docs/hardware.md, "Checking levels").
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_IO.
  */
 RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
@@ -871,9 +886,11 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * and the message stays queued. A message is read with two system calls (a
  * peek that takes the fd, then the read). Data that is not an rshare message
  * is refused and left queued; an rshare message with the wrong number of fds
- * (since 1.2: also one with extra fds, which rshare_channel_recvv() takes)
- * is refused and dropped. A fd that is not a device context is closed and
- * refused. Blocks until a message comes, unless sock is non-blocking
+ * (1, or since 1.2 2: the device and its ledger) is refused and dropped,
+ * as is (since 1.2) one with extra fds, which rshare_channel_recvv() takes.
+ * A fd that is not a device context is closed and refused; a second fd
+ * that is not that context's ledger is closed and the context kept without
+ * it. Blocks until a message comes, unless sock is non-blocking
  * (O_NONBLOCK): then, while no message (or only part of its 16-byte
  * header) is queued, it returns RSHARE_E_AGAIN (rshare_last_errno()
  * EAGAIN; since 1.2, before which it was RSHARE_E_IO with EAGAIN) and
@@ -884,8 +901,9 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * buffer), and fails with RSHARE_E_IO "message cut short" after that.
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_PROTOCOL
  * (not an rshare message, or no fd); RSHARE_E_NODEV (failure messages say
- * "the device fd received"); RSHARE_E_NOMEM; RSHARE_E_AGAIN; RSHARE_E_IO
- * (including a peer that closed the socket, and EMFILE).
+ * "the device fd received"); RSHARE_E_UNSUPPORTED (a context of a provider
+ * that cannot import: all but mlx5); RSHARE_E_NOMEM; RSHARE_E_AGAIN;
+ * RSHARE_E_IO (including a peer that closed the socket, and EMFILE).
  */
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);

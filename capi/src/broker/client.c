@@ -31,7 +31,7 @@
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
-#define MAX_FDS (1 + RSHARE_CHANNEL_FDS_MAX + 1) /* an attach reply's, and one more to see */
+#define MAX_FDS (2 + RSHARE_CHANNEL_FDS_MAX) /* a publish's: the device's 2, the extra fds */
 
 struct share_conn {
 	int fd;
@@ -43,13 +43,14 @@ struct reply {
 	struct rsb_header h;
 	uint8_t *body;
 	int fd;
+	int ledger_fd; /* an attach reply's second fd (the device's ledger), or -1 */
 	int extra[RSHARE_CHANNEL_FDS_MAX]; /* an attach reply's extra fds (1.2) */
 	int nextra;
 };
 
-/* Send msg with nfds fds (the device's first, for a publish). */
-static int send_request_fds(int sock, const uint8_t *msg, size_t len, const int *fds,
-			    size_t nfds)
+/* Send a request with nfds fds attached (0, or a device's 1 or 2 then, for
+ * a publish, its extra fds). */
+static int send_request(int sock, const uint8_t *msg, size_t len, const int *fds, size_t nfds)
 {
 	union {
 		struct cmsghdr align;
@@ -67,11 +68,6 @@ static int send_request_fds(int sock, const uint8_t *msg, size_t len, const int 
 	if (r < 0)
 		return rs_fail(RSHARE_E_IO, errno, "cannot send to the broker");
 	return RSHARE_OK;
-}
-
-static int send_request(int sock, const uint8_t *msg, size_t len, int fd)
-{
-	return send_request_fds(sock, msg, len, &fd, fd >= 0);
 }
 
 static int64_t mono_ms(void)
@@ -129,10 +125,10 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	struct iovec iov = { rx, RX_MAX };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
-	int fds[RS_SCM_MAX_FD], nfds, status;
+	int fds[RS_SCM_MAX_FD], nfds, ndev, status;
 	ssize_t r;
 
-	rep->fd = -1;
+	rep->fd = rep->ledger_fd = -1;
 	rep->nextra = 0;
 	status = wait_readable(sock, timeout_ms);
 	if (status)
@@ -160,19 +156,23 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && (rep->h.status > 0 || rep->h.status < -255))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d",
 				 rep->h.status);
-	/* An attach reply: the device fd, and the share's extra fds (1.2). */
+	/* An attach reply: the device's fds (its command fd and, with
+	 * RSB_FLAG_LEDGER, its ledger's), then the share's extra fds (1.2). */
+	ndev = rep->h.flags & RSB_FLAG_LEDGER ? 2 : 1;
 	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH
-				       ? 1 + RSHARE_CHANNEL_FDS_MAX : 0))
+				       ? ndev + RSHARE_CHANNEL_FDS_MAX : 0))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply carried %d fds", nfds);
-	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < 1)
-		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < ndev)
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with %d fd(s), "
+				 "the device's %d expected first", nfds, ndev);
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
 	}
 	rep->body = rx + RSB_HDR;
 	rep->fd = nfds ? fds[0] : -1;
-	for (int i = 1; i < nfds; i++)
+	rep->ledger_fd = ndev == 2 && nfds >= 2 ? fds[1] : -1;
+	for (int i = ndev; i < nfds; i++) /* none in a failure reply (checked above) */
 		rep->extra[rep->nextra++] = fds[i];
 	return RSHARE_OK;
 }
@@ -194,7 +194,7 @@ static int after_send(int sock, int sent, uint8_t want, int64_t timeout_ms, uint
 static int request(int sock, const uint8_t *msg, size_t len, uint8_t want,
 		   int64_t timeout_ms, uint8_t *rx, struct reply *rep)
 {
-	return after_send(sock, send_request(sock, msg, len, -1), want, timeout_ms, rx, rep);
+	return after_send(sock, send_request(sock, msg, len, NULL, 0), want, timeout_ms, rx, rep);
 }
 
 /* May a broker answer a request of type want with status st? What it
@@ -298,7 +298,7 @@ static bool kept_mine(void)
 /* The kept connection to path, if usable (it is then no longer kept), or -1. */
 static int kept_take(const char *path)
 {
-	int fd = -1;
+	int fd = -1, drop = -1;
 
 	pthread_once(&kept_once, kept_init);
 	pthread_mutex_lock(&kept_lock);
@@ -308,10 +308,11 @@ static int kept_take(const char *path)
 		if (kept_mine() && strcmp(kept.path, path) == 0 && poll(&p, 1, 0) == 0)
 			fd = kept.fd;
 		else
-			rs_close_socket_untrusted(kept.fd); /* in a forked child, only its own copy */
+			drop = kept.fd;
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
+	rs_close_socket_untrusted(drop); /* no lock held: closer.c takes its own */
 	return fd;
 }
 
@@ -337,12 +338,15 @@ static void kept_put(int fd, const char *path)
 
 void rsb_client_forget(const char *path)
 {
+	int drop = -1;
+
 	pthread_mutex_lock(&kept_lock);
 	if (kept.fd >= 0 && kept.pid == getpid() && strcmp(kept.path, path) == 0) {
-		rs_close_socket_untrusted(kept.fd);
+		drop = kept.fd;
 		kept.fd = -1;
 	}
 	pthread_mutex_unlock(&kept_lock);
+	rs_close_socket_untrusted(drop);
 }
 
 /* One request and its reply on the kept connection to endpoint, or a new
@@ -426,7 +430,6 @@ static int publish(const char *endpoint, const char *name, const rshare_device *
 		   const int *fds, size_t nfds, const void *payload, size_t len,
 		   const rshare_publish_opts *opts, rshare_share **share)
 {
-	int all[1 + RSHARE_CHANNEL_FDS_MAX];
 	const uint32_t *uids, *gids;
 	uint32_t flags, nu, ng;
 	struct share_conn *sc;
@@ -445,7 +448,7 @@ static int publish(const char *endpoint, const char *name, const rshare_device *
 		return rs_fail(RSHARE_E_INVAL, 0, "%zu extra fds%s (at most %d)", nfds,
 			       fds ? "" : " at NULL", RSHARE_CHANNEL_FDS_MAX);
 	for (size_t i = 0; i < nfds; i++)
-		if ((all[1 + i] = fds[i]) < 0)
+		if (fds[i] < 0)
 			return rs_fail(RSHARE_E_INVAL, 0, "fds[%zu] is %d", i, fds[i]);
 	status = check_name(name);
 	if (!status)
@@ -463,12 +466,16 @@ static int publish(const char *endpoint, const char *name, const rshare_device *
 	if (status)
 		goto out;
 	n = rsb_encode_publish(buf, name, flags & RSHARE_PUBLISH_PERSISTENT ? RSB_PUB_PERSISTENT : 0,
-			       uids, nu, gids, ng, payload, (uint32_t)len);
+			       uids, nu, gids, ng, (uint32_t)nfds, payload, (uint32_t)len);
 	status = rsb_connect(endpoint, &s);
 	if (!status) {
 		/* Pinned while sending: the fd cannot be closed under us. */
-		all[0] = dslot->u.dev->ctx.fd;
-		status = send_request_fds(s, buf, n, all, 1 + nfds);
+		int dfds[2 + RSHARE_CHANNEL_FDS_MAX];
+		int ndev = rs_ctx_fds(&dslot->u.dev->ctx, dfds);
+
+		for (size_t i = 0; i < nfds; i++)
+			dfds[ndev + (int)i] = fds[i];
+		status = send_request(s, buf, n, dfds, (size_t)ndev + nfds);
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
@@ -529,7 +536,7 @@ int rshare_broker_withdraw(rshare_share *share)
 		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM,
 				  "out of memory for the withdrawal (the share is still published)"));
 	}
-	if (send_request(sc->fd, buf, rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN), -1) ==
+	if (send_request(sc->fd, buf, rsb_encode_withdraw(buf, sc->name, RSB_WD_OWN), NULL, 0) ==
 	    RSHARE_OK)
 		recv_reply(sc->fd, RSB_WITHDRAW, REPLY_MS, buf, &rep);
 	free(buf);
@@ -569,7 +576,8 @@ struct attach_fds {
 static void drop_reply_fds(struct reply *rep)
 {
 	rs_close_untrusted(rep->fd);
-	rep->fd = -1;
+	rs_close_untrusted(rep->ledger_fd);
+	rep->fd = rep->ledger_fd = -1;
 	for (int i = 0; i < rep->nextra; i++)
 		rs_close_untrusted(rep->extra[i]);
 	rep->nextra = 0;
@@ -607,8 +615,9 @@ static int attach_result(struct reply *rep, uint32_t wire_cap, rshare_device **d
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 			       rep->h.len, wire_cap);
 	}
-	status = rs_device_adopt_received(rep->fd, (void **)dev); /* takes the fd */
-	rep->fd = -1;
+	/* takes the device's fds (both, with a ledger) */
+	status = rs_device_adopt_received(rep->fd, rep->ledger_fd, (void **)dev);
+	rep->fd = rep->ledger_fd = -1;
 	if (status) {
 		drop_reply_fds(rep);
 		return status;
@@ -760,6 +769,8 @@ static void attach_op_free(struct attach_op *op)
 {
 	if (op->rep.fd >= 0)
 		rs_close_untrusted(op->rep.fd);
+	if (op->rep.ledger_fd >= 0)
+		rs_close_untrusted(op->rep.ledger_fd);
 	rs_close_socket_untrusted(op->fd);
 	pthread_mutex_destroy(&op->lock);
 	free(op->rx);
@@ -783,7 +794,7 @@ int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_at
 		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate an attach operation"));
 	}
 	pthread_mutex_init(&op->lock, NULL);
-	op->rep.fd = -1;
+	op->rep.fd = op->rep.ledger_fd = -1;
 	status = rsb_connect(endpoint, &op->fd);
 	if (status) {
 		op->fd = -1;
@@ -794,7 +805,7 @@ int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_at
 	}
 	status = send_request(op->fd, op->rx,
 			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX, 0),
-			      -1);
+			      NULL, 0);
 	if (!status)
 		status = rs_slot_reserve(&slot);
 	if (status) {

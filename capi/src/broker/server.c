@@ -63,7 +63,8 @@ struct share {
 	struct share *next;      /* hash chain */
 	char name[RSHARE_SHARE_NAME_MAX + 1];
 	rshare_device *dev;      /* the broker's reference to the context */
-	int dev_fd;
+	int dev_fds[2]; /* the device's command fd and its ledger's (rs_ctx_fds) */
+	int ndev_fds;
 	int fds[RSHARE_CHANNEL_FDS_MAX]; /* extra fds (sealed memfds: buffers), since 1.2 */
 	int nfds;
 	uint8_t *payload;
@@ -192,10 +193,11 @@ static void drop_share(struct rsb_server *s, struct share **p)
 
 /* ---- replies ---- */
 
-/* Send one reply message now, with nfds fds attached. A client whose
- * socket is full is not reading its replies: it is dropped. */
-static void send_msg_fds(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
-			 const void *body, size_t len, const int *fds, int nfds)
+/* Send one reply message now, with nfds fds (0, or a device's 1 or 2 then
+ * a share's extra fds) attached. A client whose socket is full is not
+ * reading its replies: it is dropped. */
+static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
+		     const void *body, size_t len, const int *fds, int nfds)
 {
 	union {
 		struct cmsghdr align;
@@ -218,20 +220,22 @@ static void send_msg_fds(struct conn *c, uint8_t type, uint8_t flags, int32_t st
 		c->dead = true; /* gone, or not reading its replies */
 }
 
-/* The same with one fd, or none (-1). */
-static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
-		     const void *body, size_t len, int fd)
+/* A failure reply: status and its message, the text the client reports. */
+static void send_error(struct conn *c, uint8_t type, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void send_error(struct conn *c, uint8_t type, int status, const char *fmt, ...)
 {
-	send_msg_fds(c, type, flags, status, body, len, &fd, fd >= 0);
-}
+	char text[RSB_TEXT_MAX + 1];
+	va_list ap;
+	int n;
 
-/* An error reply: the status and rshare_last_error()'s text. */
-static void send_error(struct conn *c, uint8_t type, int status)
-{
-	const char *text = rs_last_error();
-	size_t n = strlen(text);
-
-	send_msg(c, type | RSB_REPLY, 0, status, text, n < RSB_TEXT_MAX ? n : RSB_TEXT_MAX, -1);
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	send_msg(c, type | RSB_REPLY, 0, status, text,
+		 (size_t)n < RSB_TEXT_MAX ? (size_t)n : RSB_TEXT_MAX, NULL, 0);
 }
 
 /* ---- policy ---- */
@@ -256,7 +260,7 @@ static bool allowed(const struct share *sh, const struct conn *c)
 /* Hand sh to the attacher c (with_fds: it takes extra fds), or say why not. */
 static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool with_fds)
 {
-	int fds[1 + RSHARE_CHANNEL_FDS_MAX];
+	int fds[2 + RSHARE_CHANNEL_FDS_MAX];
 	uint8_t need[4];
 
 	c->waiting = false;
@@ -265,28 +269,28 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool wi
 		      "not the owner, not root, not listed",
 		      sh->name, (unsigned)sh->owner_uid, (unsigned)c->uid, (unsigned)c->gid,
 		      (int)c->pid);
-		rs_fail(RSHARE_E_PERM, 0,
-			"uid %u may not attach to share \"%s\" (owner uid %u; not listed)",
-			(unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
-		send_error(c, RSB_ATTACH, RSHARE_E_PERM);
+		send_error(c, RSB_ATTACH, RSHARE_E_PERM,
+			   "uid %u may not attach to share \"%s\" (owner uid %u; not listed)",
+			   (unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
 		return;
 	}
 	if (sh->len > cap) {
 		rs_put32(need, sh->len);
-		send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_E_NOSPACE, need, 4, -1);
+		send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_E_NOSPACE, need, 4, NULL, 0);
 		return;
 	}
 	if (sh->nfds && !with_fds) {
-		rs_fail(RSHARE_E_PROTOCOL, 0, "share \"%s\" carries %d fd(s) besides the device "
-			"(a buffer's memory): attach with rshare_broker_attachv", sh->name,
-			sh->nfds);
-		send_error(c, RSB_ATTACH, RSHARE_E_PROTOCOL);
+		send_error(c, RSB_ATTACH, RSHARE_E_PROTOCOL,
+			   "share \"%s\" carries %d fd(s) besides the device "
+			   "(a buffer's memory): attach with rshare_broker_attachv", sh->name,
+			   sh->nfds);
 		return;
 	}
-	fds[0] = sh->dev_fd;
-	memcpy(fds + 1, sh->fds, (size_t)sh->nfds * sizeof(int));
-	send_msg_fds(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_OK, sh->payload, sh->len, fds,
-		     1 + sh->nfds);
+	/* The device's fds (RSB_FLAG_LEDGER: two), then the extra fds. */
+	memcpy(fds, sh->dev_fds, (size_t)sh->ndev_fds * sizeof(int));
+	memcpy(fds + sh->ndev_fds, sh->fds, (size_t)sh->nfds * sizeof(int));
+	send_msg(c, RSB_ATTACH | RSB_REPLY, sh->ndev_fds == 2 ? RSB_FLAG_LEDGER : 0, RSHARE_OK,
+		 sh->payload, sh->len, fds, sh->ndev_fds + sh->nfds);
 	if (!c->dead)
 		sh->attaches++;
 }
@@ -344,18 +348,21 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 {
 	struct share **slot = find_slot(s, r->name), *sh;
 	rshare_device *dev;
-	int status;
+	int status, ndev;
 
-	if (nfds < 1 || nfds > 1 + RSHARE_CHANNEL_FDS_MAX) {
-		rs_fail(RSHARE_E_PROTOCOL, 0, "publish carried %d fds, 1 to %d expected", nfds,
-			1 + RSHARE_CHANNEL_FDS_MAX);
-		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL);
+	/* The publish announces how many of its fds are extra (the last
+	 * ones); the device's are the rest: 1 or 2 (command fd, ledger). */
+	ndev = nfds - (int)r->n_extra;
+	if (ndev != 1 && ndev != 2) {
+		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL,
+			   "publish carried %d fds with %u extra, so %d for the device: "
+			   "1 or 2 (device, ledger) expected", nfds, r->n_extra, ndev);
 		c->dead = true;
 		return;
 	}
 	/* Extra fds are buffers' memory: sealed memfds, nothing else (no
 	 * socket or pipe is kept and handed out). */
-	for (int i = 1; i < nfds; i++) {
+	for (int i = ndev; i < nfds; i++) {
 		struct stat st;
 
 		status = fstat(fds[i], &st) ? rs_fail(RSHARE_E_INVAL, errno, "fd %d", i)
@@ -363,29 +370,28 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 							     (uint64_t)st.st_dev,
 							     (uint64_t)st.st_ino);
 		if (status) {
-			rs_fail_context(status, "publish: extra fd %d", i);
-			send_error(c, RSB_PUBLISH, status);
+			rs_fail_context(status, "publish: extra fd %d", i - ndev);
+			send_error(c, RSB_PUBLISH, status, "%s", rs_last_error());
 			return;
 		}
 	}
 	if (*slot) {
-		rs_fail(RSHARE_E_BUSY, 0, "share \"%s\" is already published by uid %u pid %d",
-			r->name, (unsigned)(*slot)->owner_uid, (int)(*slot)->owner_pid);
-		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
+		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY,
+			   "share \"%s\" is already published by uid %u pid %d", r->name,
+			   (unsigned)(*slot)->owner_uid, (int)(*slot)->owner_pid);
 		return;
 	}
 	if (other_user(c->uid) && shares_of(s, c->uid) >= MAX_SHARES_OTHER) {
-		rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d shares, its limit", (unsigned)c->uid,
-			MAX_SHARES_OTHER);
-		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY);
+		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY, "uid %u holds %d shares, its limit",
+			   (unsigned)c->uid, MAX_SHARES_OTHER);
 		return;
 	}
 	if (s->nshares >= MAX_SHARES ||
 	    s->payload_bytes + r->payload_len > MAX_PAYLOAD_BYTES) {
-		rs_fail(RSHARE_E_NOMEM, 0, "the broker holds %zu shares of %zu payload bytes "
-			"(limits: %d shares, %u bytes)", s->nshares, s->payload_bytes, MAX_SHARES,
-			MAX_PAYLOAD_BYTES);
-		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM);
+		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM,
+			   "the broker holds %zu shares of %zu payload bytes "
+			   "(limits: %d shares, %u bytes)", s->nshares, s->payload_bytes, MAX_SHARES,
+			   MAX_PAYLOAD_BYTES);
 		return;
 	}
 	sh = calloc(1, sizeof(*sh));
@@ -394,24 +400,32 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	if (!sh || (r->payload_len && !sh->payload)) {
 		if (sh)
 			free(sh);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory");
-		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM);
+		send_error(c, RSB_PUBLISH, RSHARE_E_NOMEM, "broker out of memory");
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
-	status = rs_device_adopt_received(fds[0], (void **)&dev);
-	fds[0] = -1; /* taken, even on failure */
+	status = rs_device_adopt_received(fds[0], ndev == 2 ? fds[1] : -1, (void **)&dev);
+	fds[0] = fds[ndev - 1] = -1; /* taken, even on failure */
 	if (status) {
 		free(sh->payload);
 		free(sh);
 		/* Whatever the provider said, for the publisher it is NODEV (the
 		 * broker refused the device), as documented. */
-		send_error(c, RSB_PUBLISH, status == RSHARE_E_NOMEM ? status : RSHARE_E_NODEV);
+		send_error(c, RSB_PUBLISH, status == RSHARE_E_NOMEM ? status : RSHARE_E_NODEV, "%s",
+			   rs_last_error()); /* adopt's cause */
 		return;
 	}
-	rshare_device_fd(dev, &sh->dev_fd);
+	{
+		/* The fds stay valid while the broker holds the device. */
+		struct rs_slot *ds;
+
+		if (rs_pin(dev, RS_OBJ_DEVICE, &ds) == RSHARE_OK) {
+			sh->ndev_fds = rs_ctx_fds(&ds->u.dev->ctx, sh->dev_fds);
+			rs_unpin(ds);
+		}
+	}
 	sh->dev = dev;
-	for (int i = 1; i < nfds; i++) { /* taken */
+	for (int i = ndev; i < nfds; i++) { /* taken */
 		sh->fds[sh->nfds++] = fds[i];
 		fds[i] = -1;
 	}
@@ -438,7 +452,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	s->nshares++;
 	s->payload_bytes += sh->len;
 	c->nshares++;
-	send_msg(c, RSB_PUBLISH | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
+	send_msg(c, RSB_PUBLISH | RSB_REPLY, 0, RSHARE_OK, NULL, 0, NULL, 0);
 	/* Attachers waiting for this name. */
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *w = s->conns[i];
@@ -456,8 +470,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 		return;
 	}
 	if (r->timeout_ms == 0) {
-		rs_fail(RSHARE_E_NOT_FOUND, 0, "no share named \"%s\"", r->name);
-		send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND);
+		send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND, "no share named \"%s\"", r->name);
 		return;
 	}
 	c->waiting = true;
@@ -474,21 +487,20 @@ static void do_withdraw(struct rsb_server *s, struct conn *c, const struct rsb_r
 	struct share **slot = find_slot(s, r->name), *sh = *slot;
 
 	if (!sh || ((r->flags & RSB_WD_OWN) && sh->publisher != c)) {
-		rs_fail(RSHARE_E_NOT_FOUND, 0, "no share named \"%s\"%s", r->name,
-			(r->flags & RSB_WD_OWN) ? " published by this connection" : "");
-		send_error(c, RSB_WITHDRAW, RSHARE_E_NOT_FOUND);
+		send_error(c, RSB_WITHDRAW, RSHARE_E_NOT_FOUND, "no share named \"%s\"%s", r->name,
+			   (r->flags & RSB_WD_OWN) ? " published by this connection" : "");
 		return;
 	}
 	if (sh->publisher != c && c->uid != 0 && c->uid != sh->owner_uid) {
 		logf_("refused withdrawal of \"%s\" (owner uid %u) by uid %u pid %d", sh->name,
 		      (unsigned)sh->owner_uid, (unsigned)c->uid, (int)c->pid);
-		rs_fail(RSHARE_E_PERM, 0, "uid %u may not withdraw share \"%s\" (owner uid %u)",
-			(unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
-		send_error(c, RSB_WITHDRAW, RSHARE_E_PERM);
+		send_error(c, RSB_WITHDRAW, RSHARE_E_PERM,
+			   "uid %u may not withdraw share \"%s\" (owner uid %u)", (unsigned)c->uid,
+			   sh->name, (unsigned)sh->owner_uid);
 		return;
 	}
 	drop_share(s, slot);
-	send_msg(c, RSB_WITHDRAW | RSB_REPLY, 0, RSHARE_OK, NULL, 0, -1);
+	send_msg(c, RSB_WITHDRAW | RSB_REPLY, 0, RSHARE_OK, NULL, 0, NULL, 0);
 }
 
 /* A list is sent in chunks made when the socket takes them, from the
@@ -585,8 +597,8 @@ static void do_waiting(struct rsb_server *s, struct conn *c)
 		free(all);
 		free(p);
 		free(buf);
-		rs_fail(RSHARE_E_NOMEM, ENOMEM, "broker out of memory listing waiting attaches");
-		send_error(c, RSB_WAITING, RSHARE_E_NOMEM);
+		send_error(c, RSB_WAITING, RSHARE_E_NOMEM,
+			   "broker out of memory listing waiting attaches");
 		return;
 	}
 	for (size_t i = 0; i < s->nconns; i++)
@@ -613,7 +625,7 @@ static void do_waiting(struct rsb_server *s, struct conn *c)
 		size_t piece = len - off > RSB_CHUNK ? RSB_CHUNK : len - off;
 
 		send_msg(c, RSB_WAITING | RSB_REPLY, off + piece < len ? RSB_FLAG_MORE : 0,
-			 RSHARE_OK, buf + off, piece, -1);
+			 RSHARE_OK, buf + off, piece, NULL, 0);
 	}
 	free(all);
 	free(p);
@@ -681,13 +693,13 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 	c->idle_deadline = now_ms() + s->idle_ms;
 	if (status) {
 		uint8_t type = r >= 7 ? s->rx[6] & (uint8_t)~RSB_REPLY : 0;
-		send_error(c, type, status == RSHARE_E_INVAL ? RSHARE_E_INVAL : RSHARE_E_PROTOCOL);
+		send_error(c, type, status == RSHARE_E_INVAL ? RSHARE_E_INVAL : RSHARE_E_PROTOCOL,
+			   "%s", rs_last_error()); /* the cause recorded above or by the parser */
 		c->dead = true;
 	} else if (req.type == RSB_PUBLISH) {
 		do_publish(s, c, &req, fds, nfds);
 	} else if (nfds) {
-		rs_fail(RSHARE_E_PROTOCOL, 0, "request carried %d unexpected fds", nfds);
-		send_error(c, req.type, RSHARE_E_PROTOCOL);
+		send_error(c, req.type, RSHARE_E_PROTOCOL, "request carried %d unexpected fds", nfds);
 		c->dead = true;
 	} else if (req.type == RSB_ATTACH) {
 		do_attach(s, c, &req);
@@ -766,9 +778,9 @@ static void accept_all(struct rsb_server *s)
 		c->idle_deadline = now_ms() + s->idle_ms;
 		s->conns[s->nconns++] = c;
 		if (over_quota(s, c)) {
-			rs_fail(RSHARE_E_BUSY, 0, "uid %u holds %d connections to the broker, "
-				"its limit", (unsigned)c->uid, MAX_CONNS_OTHER);
-			send_error(c, 0, RSHARE_E_BUSY);
+			send_error(c, 0, RSHARE_E_BUSY,
+				   "uid %u holds %d connections to the broker, its limit",
+				   (unsigned)c->uid, MAX_CONNS_OTHER);
 			c->dead = true;
 			continue;
 		}
@@ -814,9 +826,8 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 		if (c->waiting) {
 			if (now >= c->wait_deadline) {
 				c->waiting = false;
-				rs_fail(RSHARE_E_NOT_FOUND, 0, "no share named \"%s\" appeared in time",
-					c->wait_name);
-				send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND);
+				send_error(c, RSB_ATTACH, RSHARE_E_NOT_FOUND,
+					   "no share named \"%s\" appeared in time", c->wait_name);
 				c->idle_deadline = now + s->idle_ms;
 			} else if (c->wait_deadline < *next) {
 				*next = c->wait_deadline;
@@ -833,9 +844,8 @@ static void expire(struct rsb_server *s, uint64_t now, uint64_t *next)
 		if (c->waiting || c->nshares)
 			continue;
 		if (now >= c->idle_deadline) {
-			rs_fail(RSHARE_E_PROTOCOL, 0, "no request within %llu ms",
-				(unsigned long long)s->idle_ms);
-			send_error(c, 0, RSHARE_E_PROTOCOL);
+			send_error(c, 0, RSHARE_E_PROTOCOL, "no request within %llu ms",
+				   (unsigned long long)s->idle_ms);
 			c->dead = true;
 		} else if (c->idle_deadline < *next) {
 			*next = c->idle_deadline;

@@ -45,22 +45,26 @@ uint64_t rs_blob_get(const struct rs_blob *b, int field)
 	}
 }
 
-static size_t blob_size(const struct rs_kind *k, size_t priv_len)
+static size_t blob_size(const struct rs_kind *k, size_t priv_len, bool ledger)
 {
-	return RS_BLOB_COMMON_END + k->fields_len + priv_len + RS_BLOB_CRC_SIZE;
+	return RS_BLOB_COMMON_END + k->fields_len + priv_len +
+	       (ledger ? RS_BLOB_LEDGER_SIZE : 0) + RS_BLOB_CRC_SIZE;
 }
 
 size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 {
 	const struct rs_kind *k = rs_kind(b->kind);
-	size_t n = blob_size(k, b->priv_len);
+	/* A ledger serial that would not fit leaves the blob at the checks
+	 * of a context without the ledger (no kind reaches that today). */
+	bool ledger = b->has_ledger && blob_size(k, b->priv_len, true) <= RSHARE_BLOB_MAX;
+	size_t n = blob_size(k, b->priv_len, ledger);
 	uint8_t *f = out + RS_BLOB_COMMON_END;
 
 	memcpy(out + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4);
 	out[RS_BLOB_OFF_FORMAT] = RS_BLOB_FORMAT;
 	out[RS_BLOB_OFF_KIND] = (uint8_t)b->kind;
 	out[RS_BLOB_OFF_PROVIDER] = (uint8_t)b->provider;
-	out[RS_BLOB_OFF_FLAGS] = 0;
+	out[RS_BLOB_OFF_FLAGS] = ledger ? RS_BLOB_FLAG_LEDGER : 0;
 	rs_put16(out + RS_BLOB_OFF_LENGTH, (uint16_t)n);
 	rs_put16(out + RS_BLOB_OFF_PRIV_LEN, b->priv_len);
 	rs_put32(out + RS_BLOB_OFF_HANDLE, b->handle);
@@ -71,14 +75,16 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 	f += k->fields_len;
 	memcpy(f, b->priv, b->priv_len);
 	f += b->priv_len;
+	if (ledger) {
+		rs_put64(f, b->ledger);
+		f += RS_BLOB_LEDGER_SIZE;
+	}
 	rs_put32(f, rs_crc32c(out, (size_t)(f - out)));
 	return n;
 }
 
-static int corrupt(const char *why, size_t a, size_t b)
-{
-	return rs_fail(RSHARE_E_BLOB_CORRUPT, 0, why, a, b);
-}
+/* A malformed blob: the message's arguments checked against its format. */
+#define corrupt(...) rs_fail(RSHARE_E_BLOB_CORRUPT, 0, __VA_ARGS__)
 
 int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 {
@@ -86,32 +92,31 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	const struct rs_kind *l;
 	size_t want;
 	uint32_t crc;
+	uint8_t flags;
 
 	if (!buf)
 		return rs_fail(RSHARE_E_INVAL, 0, "blob is NULL");
 	if (len < RS_BLOB_MIN)
-		return corrupt("blob truncated: %zu bytes, at least %zu needed", len,
+		return corrupt("blob truncated: %zu bytes, at least %d needed", len,
 			       RS_BLOB_MIN);
 	if (memcmp(p + RS_BLOB_OFF_MAGIC, RS_BLOB_MAGIC, 4) != 0)
-		return corrupt("not an rshare blob: bad magic (%zu bytes, first %zu checked)",
-			       len, (size_t)4);
+		return corrupt("not an rshare blob: bad magic (%zu bytes, first 4 checked)",
+			       len);
 	if (p[RS_BLOB_OFF_FORMAT] > RS_BLOB_FORMAT)
 		return rs_fail(RSHARE_E_BLOB_VERSION, 0,
 			       "blob format %u is newer than this library's %u",
 			       p[RS_BLOB_OFF_FORMAT], RS_BLOB_FORMAT);
 	if (p[RS_BLOB_OFF_FORMAT] == 0)
-		return corrupt("blob format %zu is invalid (library has %zu)",
-			       (size_t)0, (size_t)RS_BLOB_FORMAT);
+		return corrupt("blob format 0 is invalid (library has %d)", RS_BLOB_FORMAT);
 	if (rs_get16(p + RS_BLOB_OFF_LENGTH) != len)
-		return corrupt("blob length field says %zu bytes, %zu given",
-			       rs_get16(p + RS_BLOB_OFF_LENGTH), len);
+		return corrupt("blob length field says %u bytes, %zu given",
+			       (unsigned)rs_get16(p + RS_BLOB_OFF_LENGTH), len);
 	/* The checksum before the kind: a damaged kind byte is corruption, and
 	 * only an intact blob of a kind this library does not know (a newer
 	 * library's) is BLOB_KIND. */
 	crc = rs_get32(p + len - RS_BLOB_CRC_SIZE);
 	if (crc != rs_crc32c(p, len - RS_BLOB_CRC_SIZE))
-		return corrupt("blob checksum mismatch (%zu bytes, crc 0x%zx)", len,
-			       (size_t)crc);
+		return corrupt("blob checksum mismatch (%zu bytes, crc 0x%" PRIx32 ")", len, crc);
 	b->kind = p[RS_BLOB_OFF_KIND];
 	l = rs_kind(b->kind);
 	if (!l)
@@ -120,18 +125,18 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 			       "library?)", b->kind);
 	b->priv_len = rs_get16(p + RS_BLOB_OFF_PRIV_LEN);
 	if (b->priv_len > l->priv_max)
-		return corrupt("blob private part of %zu bytes exceeds %zu for its kind",
-			       b->priv_len, (size_t)l->priv_max);
-	want = blob_size(l, b->priv_len);
+		return corrupt("blob private part of %u bytes exceeds %u for its kind",
+			       (unsigned)b->priv_len, (unsigned)l->priv_max);
+	flags = p[RS_BLOB_OFF_FLAGS];
+	b->has_ledger = (flags & RS_BLOB_FLAG_LEDGER) != 0;
+	want = blob_size(l, b->priv_len, b->has_ledger);
 	if (want != len)
 		return corrupt("blob fields need %zu bytes, length is %zu", want, len);
 	b->provider = p[RS_BLOB_OFF_PROVIDER];
 	if (!rs_provider_name(b->provider))
-		return corrupt("blob provider %zu is unknown (%zu bytes)",
-			       (size_t)b->provider, len);
-	if (p[RS_BLOB_OFF_FLAGS] != 0)
-		return corrupt("blob flags 0x%zx are not defined (%zu bytes)",
-			       (size_t)p[RS_BLOB_OFF_FLAGS], len);
+		return corrupt("blob provider %d is unknown (%zu bytes)", b->provider, len);
+	if (flags & ~RS_BLOB_FLAG_LEDGER)
+		return corrupt("blob flags 0x%x are not defined (%zu bytes)", (unsigned)flags, len);
 	b->handle = rs_get32(p + RS_BLOB_OFF_HANDLE);
 	b->guid = rs_get64(p + RS_BLOB_OFF_GUID);
 	b->table_id = rs_get64(p + RS_BLOB_OFF_TABLE);
@@ -140,6 +145,15 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	b->length = b->mmap_off = b->pd_serial = b->addr = 0;
 	l->decode(p + RS_BLOB_COMMON_END, b);
 	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields_len, b->priv_len);
+	b->ledger = 0;
+	if (b->has_ledger) {
+		uint64_t serial = rs_get64(p + len - RS_BLOB_CRC_SIZE - RS_BLOB_LEDGER_SIZE);
+
+		if (serial > UINT32_MAX)
+			return corrupt("blob ledger serial %zu exceeds 32 bits (%zu bytes)",
+				       (size_t)serial, len);
+		b->ledger = (uint32_t)serial;
+	}
 	return RSHARE_OK;
 }
 

@@ -15,6 +15,10 @@
 
 #define RS_BLOB_MAGIC "RSHB"
 #define RS_BLOB_FORMAT 1
+/* Flags (byte 7). LEDGER: an 8-byte ledger serial follows the private
+ * part (abi/BLOB-FORMAT.md, "Ledger serial"). */
+#define RS_BLOB_FLAG_LEDGER 1u
+#define RS_BLOB_LEDGER_SIZE 8
 
 /* Offsets of the fixed fields (abi/BLOB-FORMAT.md). */
 enum {
@@ -50,6 +54,8 @@ struct rs_blob {
 	uint64_t mem_dev, mem_ino;              /* buffer: its memfd's identity */
 	uint16_t priv_len;
 	uint8_t priv[RS_PRIV_MAX];
+	bool has_ledger;   /* flag LEDGER: ledger is the handle's ledger serial */
+	uint32_t ledger;
 };
 
 /* Encode b into out (RSHARE_BLOB_MAX bytes); returns the blob's length. */

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The channel: one message = a 16-byte header, the payload, and the device
- * fd (then, since 1.2, up to RSHARE_CHANNEL_FDS_MAX extra fds) as one
- * SCM_RIGHTS ancillary message on the first byte.
+ * fd (then, since 1.2, its ledger's fd when the context has a ledger,
+ * ledger.h, and up to RSHARE_CHANNEL_FDS_MAX extra fds) as one SCM_RIGHTS
+ * ancillary message on the first byte. The header's last word counts the
+ * extra fds, so the device's are the rest: total - extra, which must be 1
+ * (command fd) or 2 (command fd, ledger). A 1.1 receiver refuses a message
+ * with more than one fd cleanly: RSHARE_E_PROTOCOL ("exactly 1 expected"),
+ * the message and its fds dropped, nothing adopted; contexts without a
+ * ledger (sim0, hardware from a bare fd) sending no extra fds still send
+ * one fd, which every version reads.
  *
  * Header (little-endian): magic "RSHC", u16 version (1), u16 flags (0),
  * u32 payload length, u32 extra fds (0 before 1.2, which ignores the
@@ -34,9 +41,9 @@
 #define CH_MAGIC "RSHC"
 #define CH_VERSION 1
 #define CH_HDR 16
-/* The device fd, the extra fds, and room to see (and close) one more a
+/* The device's fds (command, ledger), the extra fds, and room to see (and close) one more a
  * peer may have added. */
-#define CH_MAX_FDS (1 + RSHARE_CHANNEL_FDS_MAX + 1)
+#define CH_MAX_FDS (2 + RSHARE_CHANNEL_FDS_MAX + 1)
 #define PIECE_MS 5000 /* a stream message's next piece, on a non-blocking socket */
 
 static void make_header(uint8_t *h, uint32_t len, uint32_t nfds)
@@ -67,16 +74,16 @@ static int send_message(int sock, const rshare_device *dev, const int *fds, size
 {
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE((1 + RSHARE_CHANNEL_FDS_MAX) * sizeof(int))];
+		char buf[CMSG_SPACE((2 + RSHARE_CHANNEL_FDS_MAX) * sizeof(int))];
 	} ctl;
-	int all[1 + RSHARE_CHANNEL_FDS_MAX];
+	int all[2 + RSHARE_CHANNEL_FDS_MAX];
 	uint8_t hdr[CH_HDR];
 	struct iovec iov[2] = { { hdr, CH_HDR }, { (void *)payload, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	struct rs_slot *slot;
 	size_t sent;
 	ssize_t r;
-	int status;
+	int status, ndev;
 
 	if (sock < 0)
 		return rs_fail(RSHARE_E_INVAL, 0, "socket %d is negative", sock);
@@ -97,11 +104,11 @@ static int send_message(int sock, const rshare_device *dev, const int *fds, size
 	status = rs_pin(dev, RS_OBJ_DEVICE, &slot);
 	if (status)
 		return status;
-	all[0] = slot->u.dev->ctx.fd;
+	ndev = rs_ctx_fds(&slot->u.dev->ctx, all);
 	for (size_t i = 0; i < nfds; i++)
-		all[1 + i] = fds[i];
+		all[ndev + i] = fds[i];
 	make_header(hdr, (uint32_t)len, (uint32_t)nfds);
-	rs_cmsg_attach_fds(&msg, ctl.buf, sizeof(ctl.buf), all, 1 + nfds);
+	rs_cmsg_attach_fds(&msg, ctl.buf, sizeof(ctl.buf), all, (size_t)ndev + nfds);
 	do
 		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -338,7 +345,7 @@ static int receive(int sock, rshare_device **dev, const struct extra_fds *x, voi
 {
 	struct peeked p;
 	uint32_t plen = 0, nx = 0;
-	int status, err;
+	int status, err, ndev;
 
 	if (sock < 0 || !dev || !len || (x && !x->n))
 		return rs_fail(RSHARE_E_INVAL, 0, "%s",
@@ -369,10 +376,13 @@ static int receive(int sock, rshare_device **dev, const struct extra_fds *x, voi
 			       "no free fd for the fds the message carries "
 			       "(the message stays queued)");
 	}
-	if (nx > RSHARE_CHANNEL_FDS_MAX || p.ctrunc || (size_t)p.nfds != 1 + (size_t)nx) {
+	/* The header counts the extra fds; the device's are the rest: its
+	 * command fd and, when it has one, its ledger's. */
+	if (nx > RSHARE_CHANNEL_FDS_MAX || p.ctrunc || (uint32_t)p.nfds < 1 + nx ||
+	    (uint32_t)p.nfds > 2 + nx) {
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "message carried %d fd(s)%s, its header announces 1 + %u",
-				 p.nfds, p.ctrunc ? " or more" : "", nx);
+				 "message carried %d fd(s)%s, its header announces 1 or 2 "
+				 "(device, ledger) + %u", p.nfds, p.ctrunc ? " or more" : "", nx);
 		goto drop;
 	}
 	if (nx && !x) {
@@ -396,13 +406,15 @@ static int receive(int sock, rshare_device **dev, const struct extra_fds *x, voi
 		close_fds(p.fds, p.nfds);
 		return status;
 	}
-	status = rs_device_adopt_received(p.fds[0], (void **)dev); /* takes the fd */
+	ndev = p.nfds - (int)nx;
+	/* takes the device's fds (and closes them on failure) */
+	status = rs_device_adopt_received(p.fds[0], ndev == 2 ? p.fds[1] : -1, (void **)dev);
 	if (status) {
-		close_fds(p.fds + 1, p.nfds - 1);
+		close_fds(p.fds + ndev, (int)nx);
 		return status;
 	}
 	for (uint32_t i = 0; i < nx; i++)
-		x->fds[i] = p.fds[1 + i];
+		x->fds[i] = p.fds[ndev + (int)i];
 	if (x)
 		*x->n = nx;
 	*len = plen;

@@ -7,6 +7,7 @@
 
 #include "blob.h"
 #include "internal.h"
+#include "ledger.h"
 #include "providers.h"
 #include "util/copyout.h"
 #include "util/error.h"
@@ -139,7 +140,7 @@ static int open_named(const char *name, void **out)
 		if (rs_providers[p]->list(list, MAX_LISTED, &n) != RSHARE_OK)
 			continue;
 		for (size_t i = 0; i < n && i < MAX_LISTED; i++) {
-			struct rs_ctx ctx = { .fd = -1 };
+			struct rs_ctx ctx = { .fd = -1, .ledger_in = -1 };
 			int status;
 
 			if (strcmp(list[i].name, name) != 0)
@@ -171,10 +172,10 @@ int rshare_device_open(const char *name, rshare_device **out)
 	RS_RETURN(open_named(first.name, (void **)out));
 }
 
-int rs_device_adopt(int fd, int user_fd, void **out)
+int rs_device_adopt(int fd, int ledger_fd, int user_fd, void **out)
 {
 	const struct rs_provider *owner = &rs_hw_provider;
-	struct rs_ctx ctx = { .fd = -1 };
+	struct rs_ctx ctx = { .fd = -1, .ledger_in = ledger_fd };
 	int status;
 
 	/* A provider that recognises the fd gets it; anything else is for
@@ -186,6 +187,8 @@ int rs_device_adopt(int fd, int user_fd, void **out)
 		}
 	}
 	status = owner->import(fd, &ctx);
+	if (ctx.ledger_in >= 0)
+		rs_close_untrusted(ctx.ledger_in); /* not taken: no use for it */
 	if (status) {
 		/* A received fd is anyone's: its close may block (closer.c). */
 		if (user_fd >= 0)
@@ -202,14 +205,29 @@ int rs_device_adopt(int fd, int user_fd, void **out)
 	return publish_device(&ctx, out); /* closes the context, fd too, on failure */
 }
 
-int rs_device_adopt_received(int fd, void **out)
+int rs_ctx_fds(const struct rs_ctx *ctx, int fds[2])
 {
+	fds[0] = ctx->fd;
+	if (!ctx->ledger)
+		return 1;
+	fds[1] = rs_ledger_fd(ctx->ledger);
+	return 2;
+}
+
+int rs_device_adopt_received(int fd, int ledger_fd, void **out)
+{
+	if (ledger_fd >= 0 && !rs_fd_may_be_device(ledger_fd)) {
+		rs_close_untrusted(ledger_fd); /* not a memfd: no ledger */
+		ledger_fd = -1;
+	}
 	if (!rs_fd_may_be_device(fd)) {
 		rs_close_untrusted(fd);
+		if (ledger_fd >= 0)
+			rs_close_untrusted(ledger_fd);
 		return rs_fail(RSHARE_E_NODEV, 0, "the device fd received is not a device context "
 			       "(neither a character device nor a sealed memfd)");
 	}
-	return rs_device_adopt(fd, -1, out);
+	return rs_device_adopt(fd, ledger_fd, -1, out);
 }
 
 int rshare_device_import(int fd, rshare_device **out)
@@ -224,7 +242,7 @@ int rshare_device_import(int fd, rshare_device **out)
 	if (dup < 0)
 		RS_RETURN(rs_fail(errno == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO, errno,
 				  "cannot duplicate fd %d", fd));
-	RS_RETURN(rs_device_adopt(dup, fd, (void **)out));
+	RS_RETURN(rs_device_adopt(dup, -1, fd, (void **)out));
 }
 
 /* Pin dev and copy what an accessor needs. */

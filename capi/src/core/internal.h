@@ -64,6 +64,8 @@ struct rs_obj {
 	bool imported;
 	bool held;                /* an MR owned by a shared buffer: only the
 				   * buffer releases it (rs_obj_release_held) */
+	bool ledger_known;        /* ledger_serial is its handle's serial (ledger.h) */
+	uint32_t ledger_serial;
 	union {
 		struct rs_pd_info pd;
 		struct {
@@ -205,17 +207,23 @@ uint32_t rs_ctx_caps(struct rs_ctx *ctx);
  * provider op). */
 int rs_unsupported(const struct rs_ctx *ctx, const char *what);
 
-/* Adopt an already-duplicated context fd into a new device handle. The fd
- * is taken in every case: on failure it has been closed (once a provider
+/* Adopt an already-duplicated context fd, with the ledger fd that came
+ * with it (or -1; ledger.h), into a new device handle. Both fds are taken
+ * in every case: on failure it has been closed (once a provider
  * has imported it, only closing the context can release it). Shared by
  * import, channel and broker. Failure messages name the fd as the caller
  * knows it: user_fd, the fd passed to rshare_device_import() (fd is only
  * the library's private duplicate), or, when user_fd is -1, "the device fd
  * received" (a fd the caller never saw). */
-int rs_device_adopt(int fd, int user_fd, void **out_handle);
-/* rs_device_adopt() of an fd another process sent: only a kind a device
- * can be (rs_fd_may_be_device) reaches a provider, which may talk to the
- * file; anything else is closed off this thread (RSHARE_E_NODEV). */
-int rs_device_adopt_received(int fd, void **out_handle);
+int rs_device_adopt(int fd, int ledger_fd, int user_fd, void **out_handle);
+/* rs_device_adopt() of an fd another process sent, with the ledger fd that
+ * came with it (or -1): only a kind a device can be (rs_fd_may_be_device)
+ * reaches a provider, which may talk to the file; anything else is closed
+ * off this thread (RSHARE_E_NODEV; a ledger fd of another kind is closed
+ * and the context adopted without it). */
+int rs_device_adopt_received(int fd, int ledger_fd, void **out_handle);
+/* The fds that carry ctx to another process: its command fd, then its
+ * ledger's if it has one. Returns how many (1 or 2). */
+int rs_ctx_fds(const struct rs_ctx *ctx, int fds[2]);
 
 #endif

@@ -5,6 +5,7 @@
  * everyone (free). What differs per kind is its struct rs_obj_ops. */
 #include "blob.h"
 #include "internal.h"
+#include "ledger.h"
 #include "util/copyout.h"
 #include "util/error.h"
 
@@ -55,6 +56,7 @@ static int begin(const void *parent, const struct rs_obj_ops *ops, bool imported
 	obj->ops = ops;
 	obj->imported = imported;
 	obj->held = false;
+	obj->ledger_known = false;
 	atomic_init(&obj->users, 0);
 	if (ops->parent_kind == RS_OBJ_DEVICE) {
 		obj->dev = pslot->u.dev;
@@ -80,9 +82,33 @@ static void leave_parent(struct rs_obj *parent, struct rs_slot *dev_slot)
 		rs_unpin(dev_slot); /* the device may close from here on */
 }
 
-/* Publish the object built in slot, or give slot and parent back. */
+/* The kernel handle under which the ledger (ledger.h) keeps obj's serial.
+ * None for a VAR: on hardware its kernel handle is private to libmlx5
+ * (inside the export record), so a VAR keeps its own checks (a nonce, the
+ * VARs this context has seen, the mmap probe: hw_var.c). */
+static bool ledger_covers(const struct rs_obj *obj)
+{
+	return obj->dev->ctx.ledger && obj->ops->slot_kind != RS_OBJ_VAR;
+}
+
+static bool ledger_handle(const struct rs_obj *obj, uint32_t *handle)
+{
+	if (!ledger_covers(obj))
+		return false;
+	*handle = obj->ops->handle(obj);
+	return true;
+}
+
+/* Publish the object built in slot, or give slot and parent back. A new
+ * object takes its handle's ledger serial (if the blob did not bring it). */
 static int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
 {
+	struct rs_obj *obj = &slot->u.obj;
+	uint32_t handle;
+
+	if (!status && !obj->ledger_known && ledger_handle(obj, &handle))
+		obj->ledger_known = rs_ledger_get(obj->dev->ctx.ledger, handle,
+						  &obj->ledger_serial);
 	if (status) {
 		leave_parent(slot->u.obj.parent, slot->u.obj.dev_slot);
 		rs_slot_discard(slot);
@@ -107,6 +133,27 @@ int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *a
 	return finish(slot, ops, status, out);
 }
 
+/* A blob that carries a ledger serial, imported into a context with the
+ * ledger: its handle must not have been freed through rshare since. */
+static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
+{
+	uint32_t now;
+
+	if (!b->has_ledger || !ledger_covers(obj) ||
+	    !rs_ledger_get(obj->dev->ctx.ledger, b->handle, &now))
+		return RSHARE_OK;
+	if (now != b->ledger)
+		return rs_fail(RSHARE_E_NOT_FOUND, 0,
+			       "%s handle %u on %s was freed since this blob was made "
+			       "(ledger serial %u, the blob's %u): the handle was or will "
+			       "be reused for another object",
+			       rs_kind_word(b->kind), b->handle, obj->dev->ctx.name, now,
+			       b->ledger);
+	obj->ledger_known = true;
+	obj->ledger_serial = now;
+	return RSHARE_OK;
+}
+
 /* Import from blob (raw, len bytes) or from b (decoded already). */
 static int import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
 		  size_t len, const struct rs_blob *b, void **out)
@@ -128,6 +175,8 @@ static int import(const void *parent, const struct rs_obj_ops *ops, const void *
 	}
 	if (!status)
 		status = rs_blob_check_target(b, ops->blob_kind, &obj->dev->ctx);
+	if (!status)
+		status = check_ledger(obj, b);
 	if (!status)
 		status = ops->import(obj, b);
 	return finish(slot, ops, status, out);
@@ -184,8 +233,16 @@ static int release(const void *h, const struct rs_obj_ops *ops, bool destroy, bo
 			       users, rs_obj_kind_name(ops->slot_kind));
 	}
 	if (destroy) {
+		/* Blobs of it stop importing before the kernel can hand its
+		 * handle to another object. */
+		struct rs_ledger *l = obj->dev->ctx.ledger;
+		uint32_t handle, before;
+		bool bumped = ledger_handle(obj, &handle) && rs_ledger_bump(l, handle, &before);
+
 		status = ops->destroy(obj);
 		if (status) {
+			if (bumped)
+				rs_ledger_undo(l, handle, before);
 			rs_retire_cancel(slot); /* still ours: unimport remains */
 			return status;
 		}
@@ -228,6 +285,8 @@ int rs_obj_export(const void *h, const struct rs_obj_ops *ops, void *buf, size_t
 	obj = &slot->u.obj;
 	rs_blob_init(&b, ops->blob_kind, &obj->dev->ctx);
 	status = ops->to_blob(obj, &b);
+	b.has_ledger = obj->ledger_known;
+	b.ledger = obj->ledger_serial;
 	rs_unpin(slot);
 	if (status)
 		return status;

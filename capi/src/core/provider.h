@@ -40,6 +40,14 @@ struct rs_ctx {
 	void *prov;         /* provider's own state for the context */
 	void *native;       /* what rshare_device_native() hands out (struct
 			     * ibv_context on hardware), NULL if none */
+	/* The per-context ledger (ledger.h), NULL if the context has none
+	 * (sim0, whose table keeps serials itself; a hardware context that
+	 * cannot share, or one imported from a bare fd). Owned by the
+	 * provider, which closes it with the context. */
+	struct rs_ledger *ledger;
+	/* Import only, in: the ledger fd that came with the context's fd, or
+	 * -1. A provider that takes it sets -1; the core closes it otherwise. */
+	int ledger_in;
 };
 
 /* A PD as the provider sees it. */

@@ -33,6 +33,8 @@ struct rs_mlx5dv_export_sizes {
 	uint32_t devx_umem_attrs_size;
 	uint32_t devx_obj_attrs_size;
 };
+/* What rshare hands _mlx5dv_get_export_sizes: room for a grown struct. */
+#define RS_MLX5_EXPORT_SIZES_ROOM 256
 
 struct rs_hw_verbs {
 	/* libibverbs: set when the library and every IBVERBS_1.1 symbol below

@@ -24,9 +24,23 @@
 #include "hw/hw_internal.h"
 #include "util/error.h"
 
+uint64_t rs_hw_max_dm_size(struct ibv_context *ib)
+{
+	/* The op itself, not verbs.h's ibv_query_device_ex inline: that one
+	 * falls back to the exported ibv_query_device, which librshare must
+	 * not link against (it resolves rdma-core at run time). */
+	struct verbs_context *vctx = verbs_get_ctx_op(ib, query_device_ex);
+	struct ibv_device_attr_ex attr = { 0 };
+
+	if (!vctx || vctx->query_device_ex(ib, NULL, &attr, sizeof(attr)) != 0)
+		return 0;
+	return attr.max_dm_size;
+}
+
 bool rs_hw_dm_supported(const struct rs_ctx *ctx)
 {
-	return verbs_get_ctx_op(rs_hw_ibctx(ctx), alloc_dm) != NULL;
+	return verbs_get_ctx_op(rs_hw_ibctx(ctx), alloc_dm) != NULL &&
+	       rs_hw_ctx(ctx)->max_dm_size > 0;
 }
 
 int rs_hw_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
@@ -38,6 +52,15 @@ int rs_hw_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
 	if (length > SIZE_MAX)
 		return rs_fail(RSHARE_E_INVAL, 0, "DM length %" PRIu64 " does not fit size_t",
 			       length);
+	/* mlx5 answers EINVAL for both; the cause is told apart here. */
+	if (verbs_get_ctx_op(rs_hw_ibctx(ctx), alloc_dm) && rs_hw_ctx(ctx)->max_dm_size == 0)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "%s has no device memory: its max_dm_size is 0 (this function "
+			       "has no on-chip memory, MEMIC)", ctx->name);
+	if (length > rs_hw_ctx(ctx)->max_dm_size && rs_hw_ctx(ctx)->max_dm_size)
+		return rs_fail(RSHARE_E_INVAL, 0,
+			       "DM length %" PRIu64 " exceeds %s's max_dm_size of %" PRIu64
+			       " bytes", length, ctx->name, rs_hw_ctx(ctx)->max_dm_size);
 	errno = 0;
 	ibdm = ibv_alloc_dm(rs_hw_ibctx(ctx), &attr);
 	if (!ibdm) {

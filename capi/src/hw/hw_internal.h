@@ -42,6 +42,10 @@ struct rs_hw_ctx {
 	struct ibv_context *ib;
 	struct ibv_pd *sentinel; /* the table's identity PD, if this context made it */
 	bool mlx5;               /* an mlx5 device, with libmlx5 loaded */
+	/* The provider implements import (mlx5 only; every other provider has
+	 * libibverbs' dummy ops, which answer EOPNOTSUPP). */
+	bool can_import;
+	uint64_t max_dm_size;    /* ibv_query_device_ex; 0: no device memory */
 	pthread_mutex_t lock;    /* guards seen */
 	struct rs_hw_seen seen[RS_HW_SEEN_MAX];
 };
@@ -90,7 +94,10 @@ int rs_hw_mr_import(struct rs_ctx *ctx, struct rs_pd_info *pd, struct rs_mr_info
 void rs_hw_mr_unimport(struct rs_ctx *ctx, struct rs_mr_info *mr);
 int rs_hw_mr_dereg(struct rs_ctx *ctx, struct rs_mr_info *mr);
 
-/* hw_dm.c; supported: the context's provider has the alloc_dm op. */
+/* hw_dm.c. The device's max_dm_size (query_device_ex op; 0 when the
+ * provider has no such op or no on-chip memory). supported: the provider
+ * has the alloc_dm op and the device some memory for it. */
+uint64_t rs_hw_max_dm_size(struct ibv_context *ib);
 bool rs_hw_dm_supported(const struct rs_ctx *ctx);
 int rs_hw_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm);
 int rs_hw_dm_import(struct rs_ctx *ctx, struct rs_dm_info *dm);

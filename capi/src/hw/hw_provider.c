@@ -71,6 +71,7 @@ static int fill_ctx(struct rs_ctx *ctx, struct ibv_context *ibctx)
 			       v->get_device_name(ibctx->device));
 	hw->ib = ibctx;
 	hw->mlx5 = v->mlx5_ok && v->is_supported(ibctx->device);
+	hw->max_dm_size = rs_hw_max_dm_size(ibctx);
 	pthread_mutex_init(&hw->lock, NULL);
 	ctx->fd = ibctx->cmd_fd;
 	ctx->guid = be64toh(v->get_device_guid(ibctx->device));
@@ -89,6 +90,28 @@ static void free_ctx(struct rs_ctx *ctx)
 	free(hw);
 	ctx->prov = NULL;
 	ctx->native = NULL;
+}
+
+/* Does the provider implement import? Only mlx5 does; every other one has
+ * libibverbs' dummy import ops (libibverbs/dummy_ops.c), which answer
+ * EOPNOTSUPP. A PD import of a handle no table uses tells them apart with
+ * no side effect: the kernel answers ENOENT or EINVAL, a kernel without the
+ * PD query method EPROTONOSUPPORT (no import then either). */
+static bool provider_imports(struct ibv_context *ibctx)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct ibv_pd *pd;
+	int saved = errno, err;
+
+	if (!v->import_pd || !v->import_device)
+		return false;
+	errno = 0;
+	pd = v->import_pd(ibctx, UINT32_MAX);
+	err = errno;
+	if (pd)
+		v->unimport_pd(pd); /* cannot happen; local release only */
+	errno = saved;
+	return pd || err == ENOENT || err == EINVAL;
 }
 
 static int hw_open(const char *name, struct rs_ctx *ctx)
@@ -125,6 +148,7 @@ static int hw_open(const char *name, struct rs_ctx *ctx)
 		v->close_device(ibctx);
 		return RSHARE_E_NOMEM;
 	}
+	rs_hw_ctx(ctx)->can_import = provider_imports(ibctx);
 	rs_hw_table_open(ctx);
 	return RSHARE_OK;
 }
@@ -140,15 +164,23 @@ static bool hw_owns_fd(int fd)
 /* Are a and b the same open file description? */
 static bool same_file(int a, int b)
 {
-	struct stat sa, sb;
 	pid_t pid = getpid();
 	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+	int fa, now;
 
 	if (r >= 0)
 		return r == 0;
-	/* kcmp unavailable (kernel config, seccomp): same inode is as close. */
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
-	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	/* kcmp unavailable (kernel config, seccomp filters in containers).
+	 * The inode would not do: every open of a uverbs device is the same
+	 * char device inode. Status flags live in the open file description,
+	 * so flip O_APPEND through a and look through b (O_APPEND means
+	 * nothing to ioctl, mmap or a char device), then put it back. */
+	fa = fcntl(a, F_GETFL);
+	if (fa < 0 || fcntl(b, F_GETFL) != fa || fcntl(a, F_SETFL, fa ^ O_APPEND) < 0)
+		return false;
+	now = fcntl(b, F_GETFL);
+	fcntl(a, F_SETFL, fa);
+	return now >= 0 && (now & O_APPEND) != (fa & O_APPEND);
 }
 
 /*
@@ -192,6 +224,11 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 	if (!ibctx) {
 		err = errno;
 		drop_after_failed_import(mine, fd);
+		if (err == EOPNOTSUPP)
+			return rs_fail(RSHARE_E_UNSUPPORTED, err,
+				       "is a context of a device whose provider cannot import "
+				       "contexts: only mlx5 implements import in rdma-core, every "
+				       "other provider answers EOPNOTSUPP");
 		if (err == EINVAL || err == ENODEV || err == EBADF)
 			return rs_fail(RSHARE_E_NODEV, err,
 				       "is neither a simulated nor an RDMA device "
@@ -204,6 +241,7 @@ static int hw_import(int fd, struct rs_ctx *ctx)
 	}
 	/* The context owns `mine`; the provider contract gives it fd too. */
 	rs_close_quietly(fd);
+	rs_hw_ctx(ctx)->can_import = true; /* it just did */
 	rs_hw_table_import(ctx);
 	return RSHARE_OK;
 }
@@ -316,18 +354,27 @@ static int hw_pd_dealloc(struct rs_ctx *ctx, struct rs_pd_info *pd)
 }
 
 /* What this context can do with the rdma-core that is loaded. Sharing is
- * what rshare is for, so a kind counts only when it can be shared too. */
+ * what rshare is for, so a kind counts only when it can be shared too: on
+ * a provider without import (all but mlx5) no kind does. LEDGER: the
+ * context has a ledger, so reuse of a handle freed through rshare is
+ * caught (docs/hardware.md, "Checking levels"). */
 static uint32_t hw_caps(struct rs_ctx *ctx)
 {
 	const struct rs_hw_verbs *v = rs_hw_verbs();
-	uint32_t caps = RSHARE_CAP_PD | RSHARE_CAP_NATIVE;
+	struct rs_hw_ctx *hw = rs_hw_ctx(ctx);
+	uint32_t caps = RSHARE_CAP_NATIVE;
 
-	if (rs_hw_ctx(ctx)->mlx5 && v->export_ok)
+	if (!hw->can_import)
+		return caps;
+	caps |= RSHARE_CAP_PD;
+	if (hw->mlx5 && v->export_ok)
 		caps |= RSHARE_CAP_VAR;
 	if (v->reg_mr && v->dereg_mr && v->import_mr && v->unimport_mr)
 		caps |= RSHARE_CAP_MR;
 	if (v->import_dm && v->unimport_dm && rs_hw_dm_supported(ctx))
 		caps |= RSHARE_CAP_DM;
+	if (ctx->ledger)
+		caps |= RSHARE_CAP_LEDGER;
 	return caps;
 }
 

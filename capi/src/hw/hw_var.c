@@ -43,7 +43,14 @@ static int need_mlx5(const struct rs_ctx *ctx)
 static int need_export(const struct rs_ctx *ctx, const char *what, uint32_t *size)
 {
 	const struct rs_hw_verbs *v = rs_hw_verbs();
-	struct rs_mlx5dv_export_sizes sizes = { 0 };
+	/* _mlx5dv_get_export_sizes writes its whole struct whatever size it
+	 * is told, and a newer libmlx5's struct may be larger than ours:
+	 * hand it a zeroed buffer with room to spare. */
+	union {
+		struct rs_mlx5dv_export_sizes sizes;
+		uint8_t room[RS_MLX5_EXPORT_SIZES_ROOM];
+	} buf = { .room = { 0 } };
+	struct rs_mlx5dv_export_sizes sizes;
 	int status = need_mlx5(ctx);
 
 	if (status)
@@ -53,7 +60,8 @@ static int need_export(const struct rs_ctx *ctx, const char *what, uint32_t *siz
 			       "cannot %s a hardware VAR: the loaded libmlx5.so.1 lacks "
 			       "the VAR export API (no %s@MLX5_1.27); sharing VARs needs "
 			       "rdma-core 63 or newer", what, v->export_missing);
-	v->get_export_sizes(&sizes, sizeof(sizes));
+	v->get_export_sizes(&buf.sizes, sizeof(buf));
+	sizes = buf.sizes;
 	if (sizes.var_attrs_size == 0 || sizes.var_attrs_size > RS_PRIV_MAX)
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
 			       "libmlx5's VAR export record is %u bytes; an rshare blob "

@@ -58,14 +58,18 @@ static void *closer(void *arg)
 }
 
 /* A forked child has none of the parent's threads: start over (the fds
- * still queued are the child's copies, closed by its first closer). */
+ * still queued are the child's copies, closed by its first closer). The
+ * lock is held across the fork by the forking thread, which is the
+ * child's: it lets go. No other library lock is ever taken with this one
+ * held, nor this one taken under another, so the order in which the
+ * atfork handlers run cannot deadlock. */
 static void prepare(void) { pthread_mutex_lock(&lock); }
 static void parent(void) { pthread_mutex_unlock(&lock); }
 static void child(void)
 {
-	pthread_mutex_init(&lock, NULL);
-	pthread_cond_init(&work, NULL);
 	threads = idle = 0;
+	pthread_cond_init(&work, NULL); /* its waiters were the parent's threads */
+	pthread_mutex_unlock(&lock);
 }
 static void init(void) { pthread_atfork(prepare, parent, child); }
 
@@ -202,7 +206,9 @@ void rs_close_socket_untrusted(int sock)
 		ssize_t r = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		int n;
 
-		if (r < 0 && errno == EINTR)
+		/* ECONNRESET (the peer closed with our replies unread) is
+		 * reported once, before what is still queued: read on. */
+		if (r < 0 && (errno == EINTR || errno == ECONNRESET))
 			continue;
 		if (r < 0) {
 			empty = errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOTCONN;

@@ -45,11 +45,22 @@ struct sk_ufile {
 _Static_assert(sizeof(struct sk_ufile) <= SK_TABLE_SIZE, "table fits its pages");
 
 /* What a device hands out across all its ufiles. */
+/* A deregistered MR's mkey, kept for the next registration of its size
+ * class and access (drivers/infiniband/hw/mlx5/mr.c: the cache entry is
+ * keyed by access and descriptor count; dereg pushes, reg pops LIFO). */
+struct sk_cached_mkey {
+	uint32_t key;   /* lkey == rkey */
+	uint32_t order; /* size class: log2 of the page count, rounded up */
+	uint32_t access;
+};
+
 struct sk_devstate {
 	uint8_t var_page[SK_VAR_PAGES];
 	uint8_t pdn[SK_PDNS];
 	uint8_t mkey[SK_MKEYS];
-	uint32_t variant; /* mkey variant byte: the next MR's */
+	uint32_t variant; /* mkey variant byte: the next new MR's */
+	uint32_t ncached;
+	struct sk_cached_mkey cache[SK_MKEY_CACHE]; /* a stack: [ncached - 1] is the top */
 };
 
 static const char zero_page[SK_PAGE];
@@ -257,13 +268,57 @@ static int pd_create(struct sk_ufile *uf, struct sk_obj_info *info)
 	return 0;
 }
 
-/* An MR's mkey: index lowest-free, variant byte from a device counter, as
- * mlx5_ib makes them (lkey == rkey). Called locked. */
+/* The mkey cache's size class of a registration: pages, rounded up to a
+ * power of two (mlx5_ib sizes its cache entries by descriptor count). */
+static uint32_t mkey_order(uint64_t length)
+{
+	uint64_t pages = (length + SK_PAGE - 1) / SK_PAGE;
+	uint32_t order = 0;
+
+	while ((1ull << order) < pages)
+		order++;
+	return order;
+}
+
+/* The newest cached mkey of this class and access, taken off the cache;
+ * 0 if none. Called with the device state locked. */
+static uint32_t mkey_cache_pop(struct sk_devstate *ds, uint32_t order, uint32_t access)
+{
+	for (uint32_t i = ds->ncached; i-- > 0;) {
+		uint32_t key = ds->cache[i].key;
+
+		if (ds->cache[i].order != order || ds->cache[i].access != access)
+			continue;
+		memmove(&ds->cache[i], &ds->cache[i + 1],
+			(ds->ncached - i - 1) * sizeof(ds->cache[0]));
+		ds->ncached--;
+		return key;
+	}
+	return 0;
+}
+
+/* Dereg: the mkey goes back to the cache (its index stays taken); a full
+ * cache gives its oldest entry's index back to the device. */
+static void mkey_cache_push(struct sk_devstate *ds, uint32_t key, uint32_t order,
+			    uint32_t access)
+{
+	if (ds->ncached == SK_MKEY_CACHE) {
+		ds->mkey[(ds->cache[0].key >> 8) - 1] = 0;
+		memmove(&ds->cache[0], &ds->cache[1], (SK_MKEY_CACHE - 1) * sizeof(ds->cache[0]));
+		ds->ncached--;
+	}
+	ds->cache[ds->ncached++] = (struct sk_cached_mkey){ key, order, access };
+}
+
+/* An MR's mkey: from the cache when one of the same size class and access
+ * was deregistered (the same key comes back), else a new index lowest-free
+ * with the variant byte from a device counter, as mlx5_ib makes them
+ * (lkey == rkey). Called locked. */
 static int mr_create(struct sk_ufile *uf, struct sk_obj_info *info)
 {
 	struct sk_obj *pd;
 	struct sk_devstate *ds;
-	uint32_t idx, key;
+	uint32_t idx, key, cached;
 
 	if (info->pd >= SK_MAX_OBJS)
 		return ENOENT;
@@ -273,12 +328,13 @@ static int mr_create(struct sk_ufile *uf, struct sk_obj_info *info)
 	if (info->length == 0)
 		return EINVAL;
 	ds = dev_lock(uf->dev_index);
-	idx = take(ds->mkey, SK_MKEYS);
-	key = ds->variant++ & 0xff;
+	cached = mkey_cache_pop(ds, mkey_order(info->length), info->access);
+	idx = cached ? 0 : take(ds->mkey, SK_MKEYS);
+	key = cached ? 0 : ds->variant++ & 0xff;
 	dev_unlock();
-	if (idx == SK_MKEYS)
+	if (!cached && idx == SK_MKEYS)
 		return ENOMEM;
-	info->lkey = info->rkey = ((idx + 1) << 8) | key;
+	info->lkey = info->rkey = cached ? cached : ((idx + 1) << 8) | key;
 	pd->mrs++;
 	return 0;
 }
@@ -324,6 +380,7 @@ int sk_obj_create(struct ibv_context *ctx, enum sk_type type, struct sk_obj_info
 	case SK_VAR: err = var_create(ctx, uf, info); break;
 	case SK_MR: err = mr_create(uf, info); break;
 	case SK_DM: err = dm_create(uf, info); break;
+	case SK_UAR: err = 0; break;
 	default: err = EINVAL;
 	}
 	if (err)
@@ -385,7 +442,7 @@ static int destroy_locked(struct sk_ufile *uf, struct sk_obj *o)
 	case SK_MR:
 		uf->objs[o->info.pd].mrs--;
 		ds = dev_lock(uf->dev_index);
-		ds->mkey[(o->info.lkey >> 8) - 1] = 0;
+		mkey_cache_push(ds, o->info.lkey, mkey_order(o->info.length), o->info.access);
 		dev_unlock();
 		break;
 	case SK_DM:

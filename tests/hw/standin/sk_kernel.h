@@ -24,10 +24,18 @@
  *
  * Test hooks (environment, read at each call):
  *   STANDIN_DISASSOCIATED   the devices were removed: every command answers
- *                           EIO (destroys succeed, as rdma-core turns EIO on
- *                           destroy into success), mmap fails with EIO
+ *                           EIO (destroys too, unless
+ *                           RDMAV_ALLOW_DISASSOC_DESTROY is set), mmap fails
+ *                           with EIO
  *   STANDIN_NO_VAR_SUPPORT  the mlx5 device's kernel lacks the VAR object:
  *                           VAR allocation answers EPROTONOSUPPORT
+ *   STANDIN_MAX_DM_SIZE     mlx5_sim0's max_dm_size (default SK_MAX_DM_SIZE;
+ *                           0: a function without on-chip memory)
+ *   STANDIN_VAR_FAULT       sk_mmap.c maps VAR pages PROT_NONE: any read or
+ *                           write of one faults, as a test of "never touch
+ *                           the doorbell page"
+ *   RDMAV_ALLOW_DISASSOC_DESTROY  rdma-core's own variable (libibverbs
+ *                           init.c): only with it is EIO on destroy success
  */
 #ifndef STANDIN_SK_KERNEL_H
 #define STANDIN_SK_KERNEL_H
@@ -44,6 +52,8 @@
 #define SK_VAR_PAGE_ID0 0x100u /* page_id of the device's first VAR page */
 #define SK_PDNS 256u           /* PD numbers per device (pdn 1..SK_PDNS) */
 #define SK_MKEYS 256u          /* mkey indexes per device */
+#define SK_MKEY_CACHE 16u      /* cached mkeys per device (mlx5_ib's mkey cache) */
+#define SK_MAX_DM_SIZE (SK_DM_CHUNK * SK_DM_CHUNKS) /* mlx5_sim0's max_dm_size */
 #define SK_DM_CHUNK 256u       /* device memory is handed out in chunks */
 #define SK_DM_CHUNKS 64u       /* per ufile: 16 KiB of device memory */
 #define SK_NDEVICES 2u
@@ -52,7 +62,10 @@
 #define SK_DM_OFF SK_ENTRY_OFF(SK_MMAP_ENTRIES)
 #define SK_UFILE_SIZE (SK_DM_OFF + (uint64_t)SK_DM_CHUNK * SK_DM_CHUNKS)
 
-enum sk_type { SK_NONE = 0, SK_PD = 1, SK_VAR = 2, SK_MR = 3, SK_DM = 4 };
+/* SK_UAR: the provider-internal non-cached UAR that mlx5_set_context()
+ * allocates on every open and import (upstream providers/mlx5/verbs.c,
+ * mlx5_set_singleton_nc_uar); it takes a handle like any user object. */
+enum sk_type { SK_NONE = 0, SK_PD = 1, SK_VAR = 2, SK_MR = 3, SK_DM = 4, SK_UAR = 5 };
 
 /* One stand-in device. */
 struct sk_device {
@@ -67,6 +80,8 @@ struct sk_device {
 struct sk_context {
 	struct sk_device *dev;
 	struct sk_ufile *uf;      /* the ufile's table page, mapped */
+	uint32_t uar;             /* mlx5: handle of this context's internal UAR */
+	bool has_uar;
 	struct verbs_context vctx; /* last: vctx.context is what callers get */
 };
 

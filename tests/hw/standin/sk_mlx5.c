@@ -138,10 +138,24 @@ struct sk_var_record {
 
 void _mlx5dv_get_export_sizes(struct mlx5dv_export_sizes *sizes, size_t sizes_len)
 {
-	/* No DEVX objects in the stand-in: their sizes stay 0. */
-	struct mlx5dv_export_sizes all = { .var_attrs_size = sizeof(struct sk_var_record) };
+	/* Upstream (providers/mlx5/verbs.c, _mlx5dv_get_export_sizes) zeroes
+	 * sizes_len bytes and then writes every field of its own struct,
+	 * whatever sizes_len is. STANDIN_EXPORT_SIZES_GROWN plays a newer
+	 * libmlx5 whose struct has grown a field: a caller that gave less room
+	 * would be written past its buffer, which the stand-in turns into an
+	 * abort so that a test sees it in every build. */
+	size_t own = getenv("STANDIN_EXPORT_SIZES_GROWN") ? 4 * sizeof(uint32_t)
+							  : sizeof(*sizes);
 
-	memcpy(sizes, &all, sizes_len < sizeof(all) ? sizes_len : sizeof(all));
+	if (sizes_len < own) {
+		fprintf(stderr, "stand-in libmlx5: _mlx5dv_get_export_sizes given %zu bytes, "
+			"writes %zu (upstream would overrun the caller)\n", sizes_len, own);
+		abort();
+	}
+	memset(sizes, 0, sizes_len);
+	sizes->var_attrs_size = sizeof(struct sk_var_record);
+	/* No DEVX objects in the stand-in: their sizes stay 0, and so does
+	 * the grown field. */
 }
 
 int mlx5dv_var_export(struct mlx5dv_var *dv_var, void *data)

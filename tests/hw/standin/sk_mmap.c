@@ -13,6 +13,12 @@
  * (sk_entry_map/sk_entry_unmap, compiled in from sk_kernel.c); every other
  * call goes straight to the next definition (libc, or a sanitizer's).
  *
+ * STANDIN_VAR_FAULT set: a VAR page is mapped PROT_NONE, so any read or
+ * write of it faults (SIGSEGV). On a NIC the page is the device's doorbell
+ * (uncached MMIO): a test in this mode proves that a path maps it without
+ * ever touching it. Built also as libstandin_mmap.so, for LD_PRELOAD into
+ * programs that cannot link it (the rshare command).
+ *
  * Mappings are tracked per process; a process that ends without unmapping
  * drops its counts in a destructor. A mapping inherited over fork() is not
  * counted (the child execs at once in these tests), and one left by a
@@ -23,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 #include "sk_kernel.h"
@@ -92,7 +99,8 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		errno = err;
 		return MAP_FAILED;
 	}
-	p = real_mmap()(addr, len, prot, flags, fd, off);
+	p = real_mmap()(addr, len, getenv("STANDIN_VAR_FAULT") ? PROT_NONE : prot, flags, fd,
+			off);
 	pthread_mutex_lock(&maps_lock);
 	for (slot = 0; slot < SK_MAX_MAPS && maps[slot].addr; slot++)
 		;

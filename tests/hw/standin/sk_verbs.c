@@ -6,6 +6,9 @@
  *   mlx5_sim0  an mlx5 device (VARs through the stand-in libmlx5)
  *   rxe_sim1   a device of another provider (no VARs)
  *
+ * What upstream does and the stand-in models is listed, with the upstream
+ * function, in FIDELITY.md next to this file.
+ *
  * Test hook: STANDIN_FAIL_IMPORT in the environment makes
  * ibv_import_device() fail after its provider adopted the fd, which then
  * closes it, as rdma-core does when a provider's import step fails (see
@@ -82,9 +85,61 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return htobe64(((struct sk_device *)device)->guid);
 }
 
+static struct sk_context *sk_of(struct ibv_context *context)
+{
+	return (struct sk_context *)((char *)context -
+				     offsetof(struct sk_context, vctx.context));
+}
+
 /* The provider's verbs_context ops (reached through verbs.h's inlines). */
 static struct ibv_dm *sk_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr);
 static int sk_free_dm(struct ibv_dm *dm);
+static int sk_query_device_ex(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* mlx5_sim0's max_dm_size (STANDIN_MAX_DM_SIZE, else all of a ufile's
+ * device memory); rxe has none. */
+static uint64_t max_dm_size(const struct sk_device *dev)
+{
+	const char *env = getenv("STANDIN_MAX_DM_SIZE");
+
+	if (!dev->mlx5)
+		return 0;
+	return env ? strtoull(env, NULL, 0) : SK_MAX_DM_SIZE;
+}
+
+/* mlx5_set_context() allocates the context's singleton non-cached UAR on
+ * every open and import (upstream providers/mlx5/verbs.c,
+ * mlx5_set_singleton_nc_uar): a uobject of the ufile, taking the lowest
+ * free handle like any other. A failure leaves the context without it, as
+ * upstream. mlx5_free_context() destroys it again (clean_dyn_uars). */
+static void uar_alloc(struct sk_context *ctx)
+{
+	struct sk_obj_info info = { 0 };
+
+	if (ctx->dev->mlx5 &&
+	    sk_obj_create(&ctx->vctx.context, SK_UAR, &info, &ctx->uar) == 0)
+		ctx->has_uar = true;
+}
+
+/* The query_device_ex op: the attributes rshare reads (max_dm_size, as
+ * mlx5_query_device_ex fills it from the device's MEMIC capability). */
+static int sk_query_device_ex(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex all = { 0 };
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	all.orig_attr.max_pd = SK_MAX_OBJS;
+	all.orig_attr.max_mr = SK_MAX_OBJS;
+	all.orig_attr.node_guid = htobe64(sk_of(context)->dev->guid);
+	all.max_dm_size = max_dm_size(sk_of(context)->dev);
+	memcpy(attr, &all, attr_size < sizeof(all) ? attr_size : sizeof(all));
+	return 0;
+}
 
 /* Wrap a ufile fd in a context; on failure the fd is closed (the context
  * had adopted it, as rdma-core's provider alloc/import steps do). */
@@ -107,6 +162,7 @@ static struct ibv_context *new_context(struct sk_device *dev, int fd,
 		return NULL;
 	}
 	ctx->vctx.sz = sizeof(ctx->vctx);
+	ctx->vctx.query_device_ex = sk_query_device_ex;
 	/* Device memory: mlx5 only (rxe has no alloc_dm op). */
 	if (dev->mlx5) {
 		ctx->vctx.alloc_dm = sk_alloc_dm;
@@ -120,13 +176,8 @@ static struct ibv_context *new_context(struct sk_device *dev, int fd,
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	ctx->dev = dev;
 	ctx->uf = uf;
+	uar_alloc(ctx);
 	return &ctx->vctx.context;
-}
-
-static struct sk_context *sk_of(struct ibv_context *context)
-{
-	return (struct sk_context *)((char *)context -
-				     offsetof(struct sk_context, vctx.context));
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -148,18 +199,27 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 /* The STANDIN_FAIL_IMPORT hook: the provider step failed after adopting
  * cmd_fd, so it is closed. With the value "squat" another descriptor (of
- * /dev/null) then takes the same number, as another thread's open() could;
- * its number is left in STANDIN_SQUATTER_FD for the test, which must find
- * it still open: closing "the fd" again after the failure would close it. */
+ * /dev/null) then takes the same number, as another thread's open() could,
+ * with "reopen" another open of the same file (same inode, another open
+ * file description); its number is left in STANDIN_SQUATTER_FD for the
+ * test, which must find it still open: closing "the fd" again after the
+ * failure would close it. */
 static void fail_adopted(int cmd_fd)
 {
-	char num[16];
+	const char *how = getenv("STANDIN_FAIL_IMPORT");
+	char num[16], self[64];
 	int s;
 
+	/* "reopen": the squatter is another open of the same file (a new open
+	 * file description of the same inode), as another open() of the same
+	 * uverbs device would be. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", cmd_fd);
+	s = strcmp(how, "reopen") == 0 ? open(self, O_RDWR | O_CLOEXEC) : -1;
 	close(cmd_fd);
-	if (strcmp(getenv("STANDIN_FAIL_IMPORT"), "squat") != 0)
+	if (strcmp(how, "squat") == 0)
+		s = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	else if (strcmp(how, "reopen") != 0)
 		return;
-	s = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (s >= 0 && s != cmd_fd) {
 		dup3(s, cmd_fd, O_CLOEXEC);
 		close(s);
@@ -182,6 +242,13 @@ struct ibv_context *ibv_import_device(int cmd_fd)
 		errno = ENODEV;
 		return NULL;
 	}
+	/* Only mlx5 implements import_context; for every other provider
+	 * libibverbs answers EOPNOTSUPP before any provider saw the fd
+	 * (upstream libibverbs/device.c, ibv_import_device). */
+	if (!devices[index].mlx5) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	/* The char device of a removed device is gone: rdma-core finds no
 	 * device for its st_rdev. */
 	if (sk_check_alive()) {
@@ -201,6 +268,8 @@ int ibv_close_device(struct ibv_context *context)
 {
 	struct sk_context *ctx = sk_of(context);
 
+	if (ctx->has_uar)
+		sk_obj_destroy(context, SK_UAR, ctx->uar);
 	sk_ufile_unmap(ctx->uf);
 	close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
@@ -249,11 +318,27 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return pd;
 }
 
-/* rdma-core's destroy rule (verbs_is_destroy_err): EIO means the device was
- * disassociated and the object is already gone, which is success. */
+/* rdma-core's destroy rule (libibverbs/cmd_write.h, verbs_is_destroy_err):
+ * EIO means the device was disassociated, and it is turned into success
+ * only when RDMAV_ALLOW_DISASSOC_DESTROY is set (libibverbs/init.c,
+ * ibverbs_init; util.c check_env: set and not "0"). Otherwise the caller
+ * sees EIO and keeps the object. */
 static int destroy_status(int err)
 {
-	return err == EIO ? 0 : err;
+	const char *allow = getenv("RDMAV_ALLOW_DISASSOC_DESTROY");
+
+	return err == EIO && allow && strcmp(allow, "0") != 0 ? 0 : err;
+}
+
+/* Every import op of a provider other than mlx5 is libibverbs' dummy op
+ * (upstream libibverbs/dummy_ops.c: import_pd, import_mr, import_dm),
+ * answering EOPNOTSUPP. */
+static bool dummy_import(struct ibv_context *context)
+{
+	if (sk_of(context)->dev->mlx5)
+		return false;
+	errno = EOPNOTSUPP;
+	return true;
 }
 
 int ibv_dealloc_pd(struct ibv_pd *pd)
@@ -274,8 +359,11 @@ struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
 	/* The provider asks the kernel (mlx5: MLX5_IB_METHOD_PD_QUERY), which
 	 * answers with the PD number. */
 	struct sk_obj_info info;
-	int err = sk_obj_lookup(context, SK_PD, pd_handle, &info);
+	int err;
 
+	if (dummy_import(context))
+		return NULL;
+	err = sk_obj_lookup(context, SK_PD, pd_handle, &info);
 	if (err) {
 		errno = err;
 		return NULL;
@@ -391,8 +479,11 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	 * is the registering process's and is not given (NULL). Like upstream,
 	 * nothing checks that the MR is registered on this pd. */
 	struct sk_obj_info info;
-	int err = sk_obj_lookup(pd->context, SK_MR, mr_handle, &info);
+	int err;
 
+	if (dummy_import(pd->context))
+		return NULL;
+	err = sk_obj_lookup(pd->context, SK_MR, mr_handle, &info);
 	if (err) {
 		errno = err;
 		return NULL;
@@ -472,7 +563,10 @@ static struct ibv_dm *sk_alloc_dm(struct ibv_context *context, struct ibv_alloc_
 	char zero[SK_DM_CHUNK] = { 0 };
 	int err;
 
-	if (attr->comp_mask) {
+	/* mlx5_alloc_dm (upstream providers/mlx5/verbs.c, alloc_dm_memic):
+	 * a length above max_dm_size, 0 on a function without on-chip
+	 * memory, is EINVAL before any kernel call. */
+	if (attr->comp_mask || attr->length > max_dm_size(sk_of(context)->dev)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -504,8 +598,11 @@ static int sk_free_dm(struct ibv_dm *dm)
 struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 {
 	struct sk_obj_info info;
-	int err = sk_obj_lookup(context, SK_DM, dm_handle, &info);
+	int err;
 
+	if (dummy_import(context))
+		return NULL;
+	err = sk_obj_lookup(context, SK_DM, dm_handle, &info);
 	if (err) {
 		errno = err;
 		return NULL;

@@ -1,16 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * sim0's memory regions and device memory, on the simulated table.
- *
- * MR: the table records its PD (handle and serial), address, length,
- * access and a key byte; lkey = rkey = handle << 8 | key, as mlx5 builds an
- * mkey from its index and a variant byte, so a reused handle gets another
- * key. A PD with a live MR cannot be freed (pd_dealloc answers BUSY from the
- * PD's MR count). mr_import: NOT_FOUND if the table has no such MR,
- * BLOB_CORRUPT if its attributes differ from the blob's, DEVICE_MISMATCH if
- * it is registered on another PD than the one given. Like the kernel's
- * reg_mr the registration is bookkeeping: nothing is pinned or checked in
- * the registering process's address space.
+ * sim0's device memory, on the simulated table.
  *
  * DM: device memory lives in the memfd after the VAR pages, a device-wide
  * budget of SIM_DM_BYTES in SIM_DM_GRANULE granules; an allocation takes a
@@ -33,104 +23,9 @@
 #include <unistd.h>
 
 #include "provider.h"
-#include "sim/sim_mem.h"
+#include "sim/sim_kinds.h"
 #include "sim/sim_table.h"
 #include "util/error.h"
-
-static int lock(struct rs_ctx *ctx, struct sim_table **t)
-{
-	struct sim_map *m = ctx->prov;
-	int status = sim_lock(m, ctx->fd);
-
-	if (!status)
-		*t = m->t;
-	return status;
-}
-
-static uint32_t mkey(uint32_t handle, uint32_t key)
-{
-	return handle << 8 | (key & 0xff);
-}
-
-uint32_t sim_caps(struct rs_ctx *ctx)
-{
-	const struct sim_map *m = ctx->prov;
-
-	return RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM |
-	       (m->page_size == SIM_DM_GRANULE ? (uint32_t)RSHARE_CAP_DM_MAP : 0);
-}
-
-int sim_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t length,
-	       uint32_t access, struct rs_mr_info *mr)
-{
-	struct sim_objv p, o = { .type = SIM_MR, .flags = access, .pd_handle = pd->handle,
-				 .pd_serial = pd->serial, .addr = (uint64_t)(uintptr_t)addr,
-				 .length = length };
-	struct sim_table *t;
-	uint32_t h = 0;
-	int status = lock(ctx, &t);
-
-	if (status)
-		return status;
-	status = sim_find(t, SIM_PD, pd->handle, pd->serial, &p);
-	if (!status)
-		status = sim_create(t, &o, &h);
-	sim_unlock(ctx->prov);
-	if (status)
-		return status;
-	*mr = (struct rs_mr_info){ .handle = h, .serial = o.serial, .pd_handle = pd->handle,
-				   .addr = o.addr, .length = length, .lkey = mkey(h, o.key),
-				   .rkey = mkey(h, o.key), .access = access };
-	return RSHARE_OK;
-}
-
-int sim_mr_import(struct rs_ctx *ctx, struct rs_pd_info *pd, struct rs_mr_info *mr)
-{
-	struct sim_objv o;
-	int status = sim_lookup(ctx->prov, ctx->fd, SIM_MR, mr->handle, mr->serial, &o);
-
-	if (status)
-		return status;
-	if (o.pd_handle != mr->pd_handle || o.addr != mr->addr || o.length != mr->length ||
-	    mkey(mr->handle, o.key) != mr->lkey || mkey(mr->handle, o.key) != mr->rkey ||
-	    o.flags != mr->access)
-		return rs_fail(RSHARE_E_BLOB_CORRUPT, 0,
-			       "blob's MR attributes (PD %u, %llu bytes at 0x%llx, keys "
-			       "0x%x/0x%x, access 0x%x) do not match the table's MR %u",
-			       mr->pd_handle, (unsigned long long)mr->length,
-			       (unsigned long long)mr->addr, mr->lkey, mr->rkey, mr->access,
-			       mr->handle);
-	if (o.pd_handle != pd->handle || o.pd_serial != pd->serial)
-		return rs_fail(RSHARE_E_DEVICE_MISMATCH, 0,
-			       "MR %u is registered on PD %u, not on the given PD %u",
-			       mr->handle, o.pd_handle, pd->handle);
-	return RSHARE_OK;
-}
-
-void sim_mr_unimport(struct rs_ctx *ctx, struct rs_mr_info *mr)
-{
-	(void)ctx; (void)mr; /* local state only, as ibv_unimport_mr */
-}
-
-static int destroy(struct rs_ctx *ctx, uint32_t type, uint32_t handle, uint64_t serial)
-{
-	struct sim_objv o;
-	struct sim_table *t;
-	int status = lock(ctx, &t);
-
-	if (status)
-		return status;
-	status = sim_find(t, type, handle, serial, &o);
-	if (!status)
-		sim_destroy(t, handle, &o);
-	sim_unlock(ctx->prov);
-	return status;
-}
-
-int sim_mr_dereg(struct rs_ctx *ctx, struct rs_mr_info *mr)
-{
-	return destroy(ctx, SIM_MR, mr->handle, mr->serial);
-}
 
 /* With the lock held: the granules free for a new DM, as a bit mask. A
  * granule is free if its owner record names no live DM (a record naming a
@@ -182,7 +77,7 @@ int sim_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
 			       "(1 to %u bytes per allocation)",
 			       (unsigned long long)length, SIM_DM_BYTES);
 	n = (uint32_t)((length + SIM_DM_GRANULE - 1) / SIM_DM_GRANULE);
-	status = lock(ctx, &t);
+	status = sim_ctx_lock(ctx, &t);
 	if (status)
 		return status;
 	status = sim_pages_ready(m, ctx->fd);
@@ -244,7 +139,7 @@ void sim_dm_unimport(struct rs_ctx *ctx, struct rs_dm_info *dm)
 
 int sim_dm_free(struct rs_ctx *ctx, struct rs_dm_info *dm)
 {
-	return destroy(ctx, SIM_DM, dm->handle, dm->serial);
+	return sim_ctx_destroy(ctx, SIM_DM, dm->handle, dm->serial);
 }
 
 /* Copy to (write) or from the DM, the lock held throughout. */
@@ -255,7 +150,7 @@ static int dm_copy(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, v
 	struct sim_objv o;
 	struct sim_table *t;
 	uint64_t at = 0;
-	int status = lock(ctx, &t);
+	int status = sim_ctx_lock(ctx, &t);
 
 	if (status)
 		return status;
@@ -314,7 +209,7 @@ int sim_dm_map(struct rs_ctx *ctx, struct rs_dm_info *dm)
 		return rs_fail(RSHARE_E_UNSUPPORTED, 0, "sim0 maps device memory only where the "
 			       "page size is its %u-byte granule (here %u)", SIM_DM_GRANULE,
 			       m->page_size);
-	status = lock(ctx, &t);
+	status = sim_ctx_lock(ctx, &t);
 	if (status)
 		return status;
 	status = sim_find(t, SIM_DM, dm->handle, dm->serial, &o);

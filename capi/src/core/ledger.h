@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The per-context ledger: rshare's own record of which kernel handles it
+ * freed, for tables where the kernel cannot tell a reused handle from the
+ * object a blob names (hardware; docs/hardware.md, "Checking levels").
+ *
+ * A ledger is a small sealed memfd made with the context (hw_ledger.c) and
+ * sent with its command fd on every rshare path (channel, broker; a fork
+ * inherits it). It holds one serial per kernel handle of the table: the
+ * kernel hands every object kind its handle from one space per ufile, so a
+ * handle names one object at a time whatever its kind. Every rshare free
+ * bumps the serial of the freed object's handle before the kernel destroy;
+ * a blob carries the serial its object had when it was made or imported,
+ * and an import into a context with the ledger refuses a blob whose serial
+ * is not the handle's current one (RSHARE_E_NOT_FOUND).
+ *
+ * The memfd is untrusted shared memory exactly as sim0's table is
+ * (sim_table.h's rule): any process holding it can write any byte at any
+ * time. Its constants are validated once when it is adopted and kept
+ * locally; a serial is read once per use, and any value is a valid one
+ * (a forged serial can refuse a good blob or accept a stale one, never
+ * crash or reach outside the file).
+ */
+#ifndef RSHARE_CORE_LEDGER_H
+#define RSHARE_CORE_LEDGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rs_ledger;
+
+/* A new ledger for a table whose anchor (the object that names it: on
+ * hardware the sentinel PD) is (anchor, anchor_id). RSHARE_OK or a status
+ * with the cause recorded. */
+int rs_ledger_create(uint64_t guid, uint32_t anchor, uint32_t anchor_id,
+		     struct rs_ledger **out);
+/* Adopt a ledger received with a context of device guid: takes fd in every
+ * case. NULL when fd is not a well-formed ledger of that device (the
+ * context then has no ledger; nothing is recorded: not an error). */
+struct rs_ledger *rs_ledger_adopt(int fd, uint64_t guid);
+void rs_ledger_close(struct rs_ledger *l);
+/* The memfd, to send with the context's fd. */
+int rs_ledger_fd(const struct rs_ledger *l);
+/* The anchor recorded by the creator (untrusted: verify it). */
+void rs_ledger_anchor(const struct rs_ledger *l, uint32_t *anchor, uint32_t *anchor_id);
+
+/* Does the ledger cover handle? Then *serial is its current serial. */
+bool rs_ledger_get(const struct rs_ledger *l, uint32_t handle, uint32_t *serial);
+/* Before a free: move handle's serial on (blobs made before no longer
+ * import); *before is what it was, for rs_ledger_undo if the free fails.
+ * False if the ledger does not cover handle. */
+bool rs_ledger_bump(struct rs_ledger *l, uint32_t handle, uint32_t *before);
+/* A free that failed: the serial goes back unless someone moved it since. */
+void rs_ledger_undo(struct rs_ledger *l, uint32_t handle, uint32_t before);
+
+#endif

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The per-context ledger's memfd (core/ledger.h): one page, sealed against
+ * any change of size as sim0's table is (SIM_SEALS), read and written only
+ * through sim0's shared-memory accessors (SH_LOAD/SH_STORE and atomic
+ * read-modify-writes), its constants validated once at adoption.
+ *
+ * Layout (little-endian host order; both ends are this library on one host):
+ *   u64 magic "RSHLEDG1", u32 layout (1), u32 slots (RS_LEDGER_SLOTS),
+ *   u64 guid of the device, u32 anchor handle, u32 anchor id (mlx5: the
+ *   sentinel PD's number), then u32 serial[slots], one per kernel handle.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/ledger.h"
+#include "rshare/rshare.h"
+#include "sim/sim_table.h" /* SH_LOAD, SH_STORE, SIM_SEALS: the same rules */
+#include "util/error.h"
+#include "util/fdutil.h"
+
+#define LEDGER_MAGIC 0x314744454c485352ull /* "RSHLEDG1" as little-endian bytes */
+#define LEDGER_LAYOUT 1u
+#define LEDGER_SIZE 4096u
+#define LEDGER_HEAD 32u
+#define RS_LEDGER_SLOTS ((LEDGER_SIZE - LEDGER_HEAD) / 4u)
+
+struct ledger_file {
+	uint64_t magic;
+	uint32_t layout;
+	uint32_t slots;
+	uint64_t guid;
+	uint32_t anchor;
+	uint32_t anchor_id;
+	uint32_t serial[RS_LEDGER_SLOTS];
+};
+_Static_assert(sizeof(struct ledger_file) == LEDGER_SIZE, "one page");
+
+struct rs_ledger {
+	int fd;
+	struct ledger_file *f;
+	/* The validated constants, never read from the file again. */
+	uint32_t anchor, anchor_id;
+};
+
+static struct rs_ledger *wrap(int fd)
+{
+	struct rs_ledger *l = calloc(1, sizeof(*l));
+	void *p;
+
+	if (!l)
+		return NULL;
+	p = mmap(NULL, LEDGER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		free(l);
+		return NULL;
+	}
+	l->fd = fd;
+	l->f = p;
+	return l;
+}
+
+int rs_ledger_create(uint64_t guid, uint32_t anchor, uint32_t anchor_id,
+		     struct rs_ledger **out)
+{
+	int fd = memfd_create("rshare-ledger", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	struct rs_ledger *l;
+
+	if (fd < 0)
+		return rs_fail(RSHARE_E_IO, errno, "memfd_create for the ledger failed");
+	if (ftruncate(fd, LEDGER_SIZE) < 0 || fcntl(fd, F_ADD_SEALS, SIM_SEALS) < 0 ||
+	    !(l = wrap(fd))) {
+		int err = errno;
+
+		rs_close_quietly(fd);
+		return rs_fail(RSHARE_E_IO, err, "cannot make the ledger");
+	}
+	/* Nobody else holds the fd yet: plain stores, the magic last. */
+	l->f->layout = LEDGER_LAYOUT;
+	l->f->slots = RS_LEDGER_SLOTS;
+	l->f->guid = guid;
+	l->f->anchor = l->anchor = anchor;
+	l->f->anchor_id = l->anchor_id = anchor_id;
+	__atomic_store_n(&l->f->magic, LEDGER_MAGIC, __ATOMIC_RELEASE);
+	*out = l;
+	return RSHARE_OK;
+}
+
+struct rs_ledger *rs_ledger_adopt(int fd, uint64_t guid)
+{
+	struct rs_ledger *l;
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	/* A memfd of exactly one page that can never shrink: a mapping of it
+	 * never loses its end (no SIGBUS), whatever a peer does. */
+	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS || (seals & F_SEAL_WRITE) ||
+	    fstat(fd, &st) < 0 || st.st_size != LEDGER_SIZE || !(l = wrap(fd))) {
+		rs_close_untrusted(fd); /* another process's fd: its close may block */
+		return NULL;
+	}
+	if (SH_LOAD(l->f->magic) != LEDGER_MAGIC || SH_LOAD(l->f->layout) != LEDGER_LAYOUT ||
+	    SH_LOAD(l->f->slots) != RS_LEDGER_SLOTS || SH_LOAD(l->f->guid) != guid) {
+		rs_ledger_close(l);
+		return NULL;
+	}
+	l->anchor = SH_LOAD(l->f->anchor);
+	l->anchor_id = SH_LOAD(l->f->anchor_id);
+	return l;
+}
+
+void rs_ledger_close(struct rs_ledger *l)
+{
+	if (!l)
+		return;
+	munmap(l->f, LEDGER_SIZE);
+	rs_close_quietly(l->fd);
+	free(l);
+}
+
+int rs_ledger_fd(const struct rs_ledger *l)
+{
+	return l->fd;
+}
+
+void rs_ledger_anchor(const struct rs_ledger *l, uint32_t *anchor, uint32_t *anchor_id)
+{
+	*anchor = l->anchor;
+	*anchor_id = l->anchor_id;
+}
+
+bool rs_ledger_get(const struct rs_ledger *l, uint32_t handle, uint32_t *serial)
+{
+	if (!l || handle >= RS_LEDGER_SLOTS)
+		return false;
+	*serial = SH_LOAD(l->f->serial[handle]);
+	return true;
+}
+
+bool rs_ledger_bump(struct rs_ledger *l, uint32_t handle, uint32_t *before)
+{
+	if (!l || handle >= RS_LEDGER_SLOTS)
+		return false;
+	*before = __atomic_fetch_add(&l->f->serial[handle], 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+void rs_ledger_undo(struct rs_ledger *l, uint32_t handle, uint32_t before)
+{
+	uint32_t bumped = before + 1;
+
+	if (l && handle < RS_LEDGER_SLOTS)
+		__atomic_compare_exchange_n(&l->f->serial[handle], &bumped, before, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}

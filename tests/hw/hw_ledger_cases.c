@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Hardware truth on the stand-in mlx5 device (issue 17): the table is named
+ * (never 0, never handle 0), reuse of a handle freed through rshare is
+ * refused at the ledger level and what the bare level cannot see is shown
+ * as such, the ledger travels with the device over a channel and a fork,
+ * a forged or foreign ledger is dropped, and a provider without import
+ * shares nothing. docs/hardware.md's table of what each checking level
+ * catches is these cases.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "hw_suite.h"
+
+rshare_device *hw_channel_dev(rshare_device *from)
+{
+	rshare_device *dev = NULL;
+	size_t len = 0;
+	int sv[2];
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	REQUIRE_OK(rshare_channel_send(sv[0], from, NULL, 0));
+	REQUIRE_OK(rshare_channel_recv(sv[1], &dev, NULL, 0, &len));
+	close(sv[0]);
+	close(sv[1]);
+	return dev;
+}
+
+static uint32_t caps_of(rshare_device *dev)
+{
+	uint32_t caps = 0;
+
+	CHECK_OK(rshare_device_caps(dev, &caps));
+	return caps;
+}
+
+/* The blob's table field (bytes 24..31, little-endian). */
+static uint64_t table_of(const unsigned char *blob)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | blob[24 + i];
+	return v;
+}
+
+void case_table_never_zero(const struct hw_target *t)
+{
+	unsigned char pblob[RSHARE_BLOB_MAX], mblob[RSHARE_BLOB_MAX], dblob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *b = hw_channel_dev(a), *bare = hw_import_dev(a);
+	rshare_pd *pd, *pdb;
+	rshare_mr *mr;
+	rshare_dm *dm;
+	uint32_t h;
+	size_t plen, mlen, dlen, len;
+	static char buf[4096];
+	unsigned char other[RSHARE_BLOB_MAX];
+
+	/* mlx5 took the lowest handle for its UAR at open: the first user
+	 * PD (rshare's sentinel aside) is never handle 0. */
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	CHECK_OK(rshare_pd_handle(pd, &h));
+	CHECK(h != 0);
+	REQUIRE_OK(rshare_pd_export(pd, pblob, sizeof(pblob), &plen));
+	REQUIRE_OK(rshare_mr_reg(pd, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	REQUIRE_OK(rshare_mr_export(mr, mblob, sizeof(mblob), &mlen));
+	REQUIRE_OK(rshare_dm_alloc(a, 256, &dm));
+	REQUIRE_OK(rshare_dm_export(dm, dblob, sizeof(dblob), &dlen));
+	/* Every blob names the table, and every context of it agrees,
+	 * with the ledger (channel) or without (bare fd: the probe). */
+	CHECK(table_of(pblob) != 0 && table_of(pblob) >> 56 == 0x48);
+	CHECK(table_of(mblob) == table_of(pblob) && table_of(dblob) == table_of(pblob));
+	REQUIRE_OK(rshare_pd_alloc(b, &pdb));
+	REQUIRE_OK(rshare_pd_export(pdb, other, sizeof(other), &len));
+	CHECK(table_of(other) == table_of(pblob));
+	CHECK_OK(rshare_pd_free(pdb));
+	REQUIRE_OK(rshare_pd_alloc(bare, &pdb));
+	REQUIRE_OK(rshare_pd_export(pdb, other, sizeof(other), &len));
+	CHECK(table_of(other) == table_of(pblob));
+	CHECK_OK(rshare_pd_free(pdb));
+	CHECK_OK(rshare_mr_dereg(mr));
+	CHECK_OK(rshare_dm_free(dm));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(bare));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+void case_other_context_mismatch(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->name);
+	rshare_device *cbare = hw_import_dev(c);
+	rshare_dm *dm, *wrong = NULL;
+	rshare_var *var, *vwrong = NULL;
+	size_t len;
+
+	/* DM of another context of the same device: another table, whether
+	 * the importer has the ledger or not. */
+	REQUIRE_OK(rshare_dm_alloc(a, 256, &dm));
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+	CHECK_ST(rshare_dm_import(c, blob, len, &wrong), RSHARE_E_DEVICE_MISMATCH);
+	CHECK_MSG("object table");
+	CHECK_ST(rshare_dm_import(cbare, blob, len, &wrong), RSHARE_E_DEVICE_MISMATCH);
+	CHECK(wrong == NULL);
+	CHECK_OK(rshare_dm_free(dm));
+	/* VARs too, where they can be shared: their blob names a's table. */
+	if (t->var_sharing) {
+		REQUIRE_OK(rshare_var_alloc(a, 0, &var));
+		REQUIRE_OK(rshare_var_export(var, blob, sizeof(blob), &len));
+		CHECK(table_of(blob) != 0 && table_of(blob) >> 56 == 0x48);
+		CHECK_ST(rshare_var_import(c, blob, len, &vwrong), RSHARE_E_DEVICE_MISMATCH);
+		CHECK_ST(rshare_var_import(cbare, blob, len, &vwrong), RSHARE_E_DEVICE_MISMATCH);
+		CHECK(vwrong == NULL);
+		CHECK_OK(rshare_var_free(var));
+	}
+	CHECK_OK(rshare_device_close(cbare));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* One object freed through rshare and its handle (and everything the kernel
+ * reports) reused: the ledger level refuses the old blob, the bare level
+ * cannot tell (docs/hardware.md, "Checking levels"). */
+void case_reuse_levels(const struct hw_target *t)
+{
+	unsigned char pblob[RSHARE_BLOB_MAX], dblob[RSHARE_BLOB_MAX], mblob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *b = hw_channel_dev(a), *bare = hw_import_dev(a);
+	rshare_pd *pd1, *pd2, *keep, *wrong = NULL, *bpd;
+	rshare_dm *dm1, *dm2, *dwrong = NULL;
+	rshare_mr *m1, *m2, *mwrong = NULL;
+	uint32_t h1, h2;
+	size_t plen, dlen, mlen;
+	static char buf[8192];
+
+	CHECK(caps_of(a) & RSHARE_CAP_LEDGER);
+	CHECK(caps_of(b) & RSHARE_CAP_LEDGER);
+	CHECK(!(caps_of(bare) & RSHARE_CAP_LEDGER));
+
+	/* PD: free, allocate again with nothing in between: same handle and
+	 * same PD number (both lowest-free). */
+	REQUIRE_OK(rshare_pd_alloc(a, &pd1));
+	REQUIRE_OK(rshare_pd_export(pd1, pblob, sizeof(pblob), &plen));
+	CHECK_OK(rshare_pd_handle(pd1, &h1));
+	CHECK_OK(rshare_pd_free(pd1));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd2));
+	CHECK_OK(rshare_pd_handle(pd2, &h2));
+	CHECK(h2 == h1);
+	CHECK_ST(rshare_pd_import(a, pblob, plen, &wrong), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("freed since this blob was made");
+	CHECK_ST(rshare_pd_import(b, pblob, plen, &wrong), RSHARE_E_NOT_FOUND);
+	CHECK(wrong == NULL);
+	CHECK_OK(rshare_pd_import(bare, pblob, plen, &wrong)); /* the bare level's gap */
+	CHECK_OK(rshare_pd_unimport(wrong));
+
+	/* DM: the same, and struct ibv_dm shows nothing to compare. */
+	REQUIRE_OK(rshare_dm_alloc(a, 512, &dm1));
+	REQUIRE_OK(rshare_dm_export(dm1, dblob, sizeof(dblob), &dlen));
+	CHECK_OK(rshare_dm_free(dm1));
+	REQUIRE_OK(rshare_dm_alloc(a, 512, &dm2));
+	CHECK_ST(rshare_dm_import(b, dblob, dlen, &dwrong), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("DM handle");
+	CHECK(dwrong == NULL);
+	CHECK_OK(rshare_dm_import(bare, dblob, dlen, &dwrong)); /* gap */
+	CHECK_OK(rshare_dm_unimport(dwrong));
+
+	/* MR: mlx5's mkey cache hands the same keys back. */
+	REQUIRE_OK(rshare_pd_alloc(a, &keep));
+	REQUIRE_OK(rshare_mr_reg(keep, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &m1));
+	REQUIRE_OK(rshare_mr_export(m1, mblob, sizeof(mblob), &mlen));
+	CHECK_OK(rshare_mr_dereg(m1));
+	REQUIRE_OK(rshare_mr_reg(keep, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &m2));
+	{
+		unsigned char pk[RSHARE_BLOB_MAX];
+		size_t pklen;
+
+		REQUIRE_OK(rshare_pd_export(keep, pk, sizeof(pk), &pklen));
+		REQUIRE_OK(rshare_pd_import(b, pk, pklen, &bpd));
+		CHECK_ST(rshare_mr_import(bpd, mblob, mlen, &mwrong), RSHARE_E_NOT_FOUND);
+		CHECK(mwrong == NULL);
+		CHECK_OK(rshare_pd_unimport(bpd));
+		REQUIRE_OK(rshare_pd_import(bare, pk, pklen, &bpd));
+		CHECK_OK(rshare_mr_import(bpd, mblob, mlen, &mwrong)); /* gap */
+		CHECK_OK(rshare_mr_unimport(mwrong));
+		CHECK_OK(rshare_pd_unimport(bpd));
+	}
+	/* A blob made after the reuse imports everywhere. */
+	REQUIRE_OK(rshare_pd_export(pd2, pblob, sizeof(pblob), &plen));
+	CHECK_OK(rshare_pd_import(b, pblob, plen, &wrong));
+	CHECK_OK(rshare_pd_unimport(wrong));
+
+	CHECK_OK(rshare_mr_dereg(m2));
+	CHECK_OK(rshare_pd_free(keep));
+	CHECK_OK(rshare_dm_free(dm2));
+	CHECK_OK(rshare_pd_free(pd2));
+	CHECK_OK(rshare_device_close(bare));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* A forked child receives the device over a channel (with its ledger):
+ * it imports the live PD and refuses the freed one's blob. */
+void case_fork_channel(const struct hw_target *t)
+{
+	unsigned char live[RSHARE_BLOB_MAX], stale[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name);
+	rshare_pd *gone, *pd;
+	size_t llen, slen;
+	int sv[2], pid, st = 0;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &gone));
+	REQUIRE_OK(rshare_pd_export(gone, stale, sizeof(stale), &slen));
+	CHECK_OK(rshare_pd_free(gone));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, live, sizeof(live), &llen));
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		rshare_device *d = NULL;
+		rshare_pd *got = NULL;
+		size_t len = 0;
+		uint32_t caps = 0;
+		int bad = 0;
+
+		close(sv[0]);
+		bad |= rshare_channel_recv(sv[1], &d, NULL, 0, &len) != RSHARE_OK;
+		bad |= rshare_device_caps(d, &caps) != RSHARE_OK || !(caps & RSHARE_CAP_LEDGER);
+		bad |= rshare_pd_import(d, live, llen, &got) != RSHARE_OK;
+		bad |= rshare_pd_unimport(got) != RSHARE_OK;
+		bad |= rshare_pd_import(d, stale, slen, &got) != RSHARE_E_NOT_FOUND;
+		bad |= rshare_device_close(d) != RSHARE_OK;
+		_exit(bad);
+	}
+	close(sv[1]);
+	CHECK_OK(rshare_channel_send(sv[0], a, NULL, 0));
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(sv[0]);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* Send dev's command fd with `ledger` as the second fd, as a peer could. */
+static rshare_device *recv_with_ledger(rshare_device *dev, int ledger)
+{
+	unsigned char hdr[16] = { 'R', 'S', 'H', 'C', 1, 0, 0, 0 };
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { hdr, sizeof(hdr) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	rshare_device *got = NULL;
+	size_t len;
+	int sv[2], fds[2];
+
+	REQUIRE_OK(rshare_device_fd(dev, &fds[0]));
+	fds[1] = ledger;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	REQUIRE(sendmsg(sv[0], &msg, 0) == (ssize_t)sizeof(hdr));
+	CHECK_OK(rshare_channel_recv(sv[1], &got, NULL, 0, &len));
+	close(sv[0]);
+	close(sv[1]);
+	return got;
+}
+
+/* The ledger is untrusted: one that is not a ledger, or another context's,
+ * is dropped (the context keeps the bare level and its right table id). */
+void case_ledger_untrusted(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(t->name), *d;
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_pd *pd, *copy = NULL;
+	int junk = memfd_create("not-a-ledger", MFD_CLOEXEC), cfd, lfd;
+	size_t len;
+
+	REQUIRE(junk >= 0 && ftruncate(junk, 4096) == 0);
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	d = recv_with_ledger(a, junk);
+	REQUIRE(d);
+	CHECK(!(caps_of(d) & RSHARE_CAP_LEDGER));
+	CHECK_OK(rshare_pd_import(d, blob, len, &copy));
+	CHECK_OK(rshare_pd_unimport(copy));
+	CHECK_OK(rshare_device_close(d));
+	/* c's real ledger with a's fd: its sentinel is not in a's table. */
+	{
+		rshare_device *cc = hw_channel_dev(c);
+		(void)cc;
+		CHECK_OK(rshare_device_close(cc));
+	}
+	REQUIRE_OK(rshare_device_fd(c, &cfd));
+	lfd = -1;
+	for (int fd = 3; fd < 1024 && lfd < 0; fd++) {
+		char path[64], target[128] = "";
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (readlink(path, target, sizeof(target) - 1) > 0 &&
+		    strstr(target, "rshare-ledger"))
+			lfd = fd; /* a's or c's: either is foreign to one of them */
+	}
+	REQUIRE(lfd >= 0);
+	d = recv_with_ledger(a, lfd);
+	REQUIRE(d);
+	{
+		rshare_device *e = recv_with_ledger(c, lfd);
+		/* The ledger belongs to exactly one of a and c. */
+		CHECK(!!(caps_of(d) & RSHARE_CAP_LEDGER) + !!(caps_of(e) & RSHARE_CAP_LEDGER) == 1);
+		CHECK_OK(rshare_device_close(e));
+	}
+	CHECK_OK(rshare_pd_import(d, blob, len, &copy)); /* the table id is right */
+	CHECK_OK(rshare_pd_unimport(copy));
+	CHECK_OK(rshare_device_close(d));
+	close(junk);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* Only mlx5 implements import: rxe_sim1 shares nothing and says so. */
+void case_no_import_provider(const struct hw_target *t)
+{
+	rshare_device *c = hw_open_dev(STANDIN_OTHER), *d = NULL;
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_pd *pd, *copy = NULL;
+	size_t len;
+	int fd, sv[2];
+
+	(void)t;
+	CHECK(caps_of(c) == RSHARE_CAP_NATIVE);
+	REQUIRE_OK(rshare_device_fd(c, &fd));
+	CHECK_ST(rshare_device_import(fd, &d), RSHARE_E_UNSUPPORTED);
+	CHECK(rshare_last_errno() == EOPNOTSUPP);
+	CHECK(d == NULL);
+	REQUIRE_OK(rshare_pd_alloc(c, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	CHECK_ST(rshare_pd_import(c, blob, len, &copy), RSHARE_E_UNSUPPORTED);
+	CHECK(copy == NULL);
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK_OK(rshare_channel_send(sv[0], c, NULL, 0));
+	CHECK_ST(rshare_channel_recv(sv[1], &d, NULL, 0, &len), RSHARE_E_UNSUPPORTED);
+	CHECK(d == NULL);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(c));
+}
+
+/* STANDIN_VAR_FAULT: the VAR page is mapped but any touch of it faults,
+ * as a test that nothing reads or writes a doorbell page. */
+void case_var_fault_mode(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name);
+	rshare_var *var;
+	void *page = NULL;
+	int pid, st = 0;
+
+	setenv("STANDIN_VAR_FAULT", "1", 1);
+	REQUIRE_OK(rshare_var_alloc(a, 0, &var));
+	CHECK_OK(rshare_var_map(var, &page)); /* mapping is fine */
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL);
+		_exit(*(volatile unsigned char *)page); /* a read: must fault */
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+	unsetenv("STANDIN_VAR_FAULT");
+	CHECK_OK(rshare_var_free(var));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* The ledger travels through the broker too: publish, attach, and the
+ * attached context refuses a blob of a freed PD. */
+void case_broker_ledger(const struct hw_target *t)
+{
+	unsigned char stale[RSHARE_BLOB_MAX];
+	char dir[] = "/tmp/rshare-hw-ledger-XXXXXX", endpoint[108];
+	rshare_device *a = hw_open_dev(t->name), *d = NULL;
+	rshare_broker *br = NULL;
+	rshare_share *sh = NULL;
+	rshare_pd *gone, *pd, *got = NULL;
+	size_t slen, n;
+	char payload[4];
+
+	/* A socket path in a folder of its own (the broker keeps a lock file
+	 * next to it), removed at the end. */
+	REQUIRE(mkdtemp(dir));
+	snprintf(endpoint, sizeof(endpoint), "%s/broker.sock", dir);
+	REQUIRE_OK(rshare_broker_start(endpoint, &br));
+	REQUIRE_OK(rshare_pd_alloc(a, &gone));
+	REQUIRE_OK(rshare_pd_export(gone, stale, sizeof(stale), &slen));
+	CHECK_OK(rshare_pd_free(gone));
+	REQUIRE_OK(rshare_pd_alloc(a, &pd)); /* the freed handle and PD number again */
+	REQUIRE_OK(rshare_broker_publish(endpoint, "hw/ledger", a, NULL, 0, NULL, &sh));
+	REQUIRE_OK(rshare_broker_attach(endpoint, "hw/ledger", 0, &d, payload, sizeof(payload),
+					&n));
+	CHECK(caps_of(d) & RSHARE_CAP_LEDGER);
+	CHECK_ST(rshare_pd_import(d, stale, slen, &got), RSHARE_E_NOT_FOUND);
+	CHECK(got == NULL);
+	CHECK_OK(rshare_device_close(d));
+	CHECK_OK(rshare_broker_withdraw(sh));
+	CHECK_OK(rshare_broker_stop(br));
+	{
+		char lock[160];
+
+		snprintf(lock, sizeof(lock), "%s.lock", endpoint);
+		unlink(lock);
+		unlink(endpoint);
+		CHECK(rmdir(dir) == 0);
+	}
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* _mlx5dv_get_export_sizes writes its whole struct whatever size it is
+ * given: a newer libmlx5 with a larger struct must find room to spare. */
+void case_export_sizes_room(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name);
+	rshare_var *var;
+	size_t len;
+
+	setenv("STANDIN_EXPORT_SIZES_GROWN", "1", 1);
+	REQUIRE_OK(rshare_var_alloc(a, 0, &var));
+	CHECK_OK(rshare_var_export(var, blob, sizeof(blob), &len)); /* aborts if short */
+	unsetenv("STANDIN_EXPORT_SIZES_GROWN");
+	CHECK_OK(rshare_var_free(var));
+	CHECK_OK(rshare_device_close(a));
+}
