@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -78,5 +80,66 @@ void case_buf_share(const struct hw_target *t)
 	CHECK_OK(rshare_pd_unimport(pdb));
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* A context with a ledger and a buffer's memfd in one message: the
+ * device's two fds (command fd, ledger) and the extra fd are told apart
+ * by the count of extra fds (channel header, publish body) and the
+ * attach reply's LEDGER flag. */
+void case_buf_with_ledger(const struct hw_target *t)
+{
+	char dir[] = "/tmp/rshare-hw-bufledger-XXXXXX", endpoint[108], lock[160];
+	rshare_device *a = hw_open_dev(t->name), *d = NULL;
+	rshare_broker *br = NULL;
+	rshare_share *sh = NULL;
+	rshare_pd *pd;
+	rshare_buf *buf;
+	struct stat want, st;
+	uint32_t caps = 0;
+	size_t n = 0, len = 0;
+	int sv[2], fd, got[2] = { -1, -1 };
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_buf_alloc(pd, 4096, RSHARE_ACCESS_LOCAL_WRITE, &buf));
+	REQUIRE_OK(rshare_buf_fd(buf, &fd));
+	REQUIRE(fstat(fd, &want) == 0);
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK_OK(rshare_channel_sendv(sv[0], a, &fd, 1, NULL, 0));
+	CHECK_OK(rshare_channel_recvv(sv[1], &d, got, 2, &n, NULL, 0, &len));
+	CHECK(n == 1 && got[0] >= 0 && fstat(got[0], &st) == 0 && st.st_ino == want.st_ino);
+	CHECK_OK(rshare_device_caps(d, &caps));
+	CHECK(caps & RSHARE_CAP_LEDGER); /* the second fd went to the device */
+	CHECK_OK(rshare_device_close(d));
+	close(got[0]);
+	close(sv[0]);
+	close(sv[1]);
+
+	REQUIRE(mkdtemp(dir));
+	snprintf(endpoint, sizeof(endpoint), "%s/broker.sock", dir);
+	REQUIRE_OK(rshare_broker_start(endpoint, &br));
+	REQUIRE_OK(rshare_broker_publishv(endpoint, "hw/bufledger", a, &fd, 1, NULL, 0, NULL,
+					  &sh));
+	d = NULL;
+	got[0] = -1;
+	n = 0;
+	CHECK_OK(rshare_broker_attachv(endpoint, "hw/bufledger", 0, &d, got, 2, &n, NULL, 0,
+				       &len));
+	CHECK(n == 1 && got[0] >= 0 && fstat(got[0], &st) == 0 && st.st_ino == want.st_ino);
+	caps = 0;
+	CHECK(d && rshare_device_caps(d, &caps) == RSHARE_OK && (caps & RSHARE_CAP_LEDGER));
+	if (d)
+		CHECK_OK(rshare_device_close(d));
+	if (got[0] >= 0)
+		close(got[0]);
+	CHECK_OK(rshare_broker_withdraw(sh));
+	CHECK_OK(rshare_broker_stop(br));
+	snprintf(lock, sizeof(lock), "%s.lock", endpoint);
+	unlink(lock);
+	unlink(endpoint);
+	CHECK(rmdir(dir) == 0);
+	CHECK_OK(rshare_buf_free(buf));
+	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(a));
 }

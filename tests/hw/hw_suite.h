@@ -80,6 +80,7 @@ void case_dm_not_mlx5(const struct hw_target *t);
 
 /* hw_buf_cases.c: shared buffers (since 1.2) */
 void case_buf_share(const struct hw_target *t);
+void case_buf_with_ledger(const struct hw_target *t);
 
 /* hw_ledger_cases.c: table identity and the checking levels (issue 17).
  * hw_channel_dev: from's context received over a channel (with its
