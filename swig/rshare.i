@@ -47,12 +47,18 @@
  *                                            Lua has no multi-input typemaps:
  *                                            there void *RSHARE_MEM_ADDR is the
  *                                            address, the length a plain size_t.
+ *   (const int *RSHARE_FDS, size_t RSHARE_NFDS)   fds in: a sequence (Python
+ *                                            list, Lua table) of ints (since 1.2).
+ *   (int *RSHARE_FDS_OUT, size_t RSHARE_FDS_CAP, size_t *RSHARE_NFDS)
+ *                                            fds out, at most
+ *                                            RSHARE_CHANNEL_FDS_MAX: a list
+ *                                            (table) of ints the caller owns.
  *   (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN)
  *                                            "in" a count n, "argout" the n
  *                                            bytes read (since 1.1).
  *   <scalar> *OUTPUT                         typemaps.i: a scalar out.
  * Out values are returned in argument order after the (void) status.
- * The blocking calls are rshare_channel_send/recv: release the
+ * The blocking calls are rshare_channel_send/recv(v): release the
  * interpreter lock around them if your language has one.
  *
  * Build: the module name is "rshare" (see below); a language that
@@ -92,13 +98,16 @@
 	rshare_pd *pd, const rshare_pd *pd,
 	rshare_var *var, const rshare_var *var,
 	rshare_mr *mr, const rshare_mr *mr,
-	rshare_dm *dm, const rshare_dm *dm
+	rshare_dm *dm, const rshare_dm *dm,
+	rshare_buf *buf, const rshare_buf *buf
 };
 
 /* New handles out: the caller owns them (close/unimport/free). */
 %apply SWIGTYPE **RSHARE_NEW_HANDLE {
 	rshare_device **out, rshare_device **dev,
-	rshare_pd **out, rshare_var **out, rshare_mr **out, rshare_dm **out
+	rshare_pd **out, rshare_var **out, rshare_mr **out, rshare_dm **out,
+	rshare_buf **out,
+	rshare_mr **mr /* rshare_buf_mr: borrowed, the buffer releases it */
 };
 
 /* Bytes in: blobs and channel payloads. */
@@ -115,7 +124,8 @@
 
 /* Sized outputs, following the header's (buf, cap, len) convention. */
 %apply (void *RSHARE_BLOB_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
-	(void *buf, size_t cap, size_t *len), (void *buf, size_t cap, size_t *out_len)
+	(void *buf, size_t cap, size_t *len), (void *buf, size_t cap, size_t *out_len),
+	(void *blob, size_t cap, size_t *len)
 };
 %apply (void *RSHARE_PAYLOAD_OUT, size_t RSHARE_CAP, size_t *RSHARE_LEN) {
 	(void *payload, size_t cap, size_t *len)
@@ -124,7 +134,12 @@
 	(char *buf, size_t cap, size_t *len), (char *buf, size_t cap, size_t *out_len)
 };
 %apply (char *RSHARE_STR_OUT, size_t RSHARE_CAP) { (char *name, size_t cap) };
-%apply void **RSHARE_ADDR_OUT { void **addr };
+%apply void **RSHARE_ADDR_OUT { void **addr, void **ptr };
+/* Extra fds in and out of a channel message (since 1.2). */
+%apply (const int *RSHARE_FDS, size_t RSHARE_NFDS) { (const int *fds, size_t nfds) };
+%apply (int *RSHARE_FDS_OUT, size_t RSHARE_FDS_CAP, size_t *RSHARE_NFDS) {
+	(int *fds, size_t fds_cap, size_t *nfds)
+};
 %apply void **RSHARE_NATIVE_OUT {
 	void **ibv_context, void **ibv_pd, void **mlx5dv_var, void **ibv_mr, void **ibv_dm
 };
@@ -132,7 +147,7 @@
 /* Scalar outputs. */
 %apply int *OUTPUT { int *fd, int *provider, int *kind };
 %apply size_t *OUTPUT { size_t *count };
-%apply size_t *OUTPUT { size_t *len }; /* rshare_blob_size; every other is a (buf, cap, len) */
+%apply size_t *OUTPUT { size_t *len }; /* rshare_blob_size, rshare_buf_ptr; every other is a (buf, cap, len) */
 %apply uint32_t *OUTPUT {
 	uint32_t *handle, uint32_t *page_id, uint32_t *length, uint32_t *caps,
 	uint32_t *lkey, uint32_t *rkey, uint32_t *access
@@ -152,13 +167,15 @@
 %ignore rshare_broker_withdraw_name;
 %ignore rshare_broker_attach;
 %ignore rshare_broker_list;
-/* Since 1.2, wrapped the same way (swig/python/broker.c, swig/lua/broker_lua.i). */
+/* Since 1.2, wrapped the same way (bindings/python/ext/broker.c, swig/lua/broker_lua.i). */
 %ignore rshare_broker_waiting;
 %ignore rshare_broker_attach_start;
 %ignore rshare_attach_fd;
 %ignore rshare_attach_wait;
 %ignore rshare_attach_finish;
 %ignore rshare_attach_cancel;
+%ignore rshare_broker_publishv;
+%ignore rshare_broker_attachv;
 %ignore rshare_publish_opts;
 %ignore RSHARE_SHARE_NAME_MAX;
 %ignore RSHARE_SHARE_IDS_MAX;

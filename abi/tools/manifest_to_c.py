@@ -14,7 +14,7 @@ import sys
 
 FFI_ENUM = {"void": "ABI_VOID", "sint": "ABI_SINT", "size_t": "ABI_SIZE_T",
             "uint32": "ABI_UINT32", "uint64": "ABI_UINT64", "pointer": "ABI_POINTER"}
-MAX_PARAMS = 8
+MAX_PARAMS = 12  # ABI_MAX_PARAMS in tests/ffi/abi_table_types.h
 
 
 def c_str(s):

@@ -10,10 +10,10 @@
  *   broker_start(endpoint|nil) -> st, broker
  *   broker_stop(broker) -> st
  *   broker_endpoint(broker|nil) -> st, path      (nil: the default endpoint)
- *   broker_publish(endpoint, name, dev, payload, persistent, uids, gids) -> st, share
+ *   broker_publish(endpoint, name, dev, payload, persistent, uids, gids[, fds]) -> st, share
  *   broker_withdraw(share) -> st
  *   broker_withdraw_name(endpoint, name) -> st
- *   broker_attach(endpoint, name, timeout_ms) -> st, dev, payload
+ *   broker_attach(endpoint, name, timeout_ms) -> st, dev, payload, fds (a table)
  *   broker_list(endpoint) -> st, json
  * and, since 1.2, attach from an event loop (rshare/broker.lua, rshare/luv.lua):
  *   broker_waiting(endpoint) -> st, json
@@ -115,7 +115,23 @@ static int rshare_lua_broker_publish(lua_State *L)
 	o.flags = lua_toboolean(L, 5) ? RSHARE_PUBLISH_PERSISTENT : 0;
 	o.n_uids = rshare_lua_ids(L, 6, uids);
 	o.n_gids = rshare_lua_ids(L, 7, gids);
-	st = rshare_broker_publish(endpoint, name, dev, payload, len, &o, &share);
+	{ /* the buffers' memfds (since 1.2) */
+		int fds[RSHARE_CHANNEL_FDS_MAX + 1];
+		size_t nfds = 0;
+
+		if (lua_istable(L, 8)) {
+			nfds = (size_t)lua_rawlen(L, 8);
+			if (nfds > RSHARE_CHANNEL_FDS_MAX + 1)
+				nfds = RSHARE_CHANNEL_FDS_MAX + 1; /* the library refuses */
+			for (size_t i = 0; i < nfds; i++) {
+				lua_rawgeti(L, 8, (lua_Integer)i + 1);
+				fds[i] = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+				lua_pop(L, 1);
+			}
+		}
+		st = rshare_broker_publishv(endpoint, name, dev, fds, nfds, payload, len, &o,
+					    &share);
+	}
 	lua_pushinteger(L, st);
 	lua_pushinteger(L, (lua_Integer)(uintptr_t)share);
 	return 2;
@@ -154,16 +170,26 @@ static int rshare_lua_broker_attach(lua_State *L)
 	const char *endpoint = luaL_optstring(L, 1, NULL), *name = luaL_checkstring(L, 2);
 	lua_Integer timeout = luaL_optinteger(L, 3, 0);
 	rshare_device *dev = NULL;
-	size_t len = 0;
+	int fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t len = 0, nfds = 0;
 	char *buf = malloc(RSHARE_PAYLOAD_MAX);
-	int st;
+	int st, n;
 
 	if (!buf)
 		return luaL_error(L, "rshare: out of memory");
-	st = rshare_broker_attach(endpoint, name,
-				  timeout < 0 ? -1 : timeout > INT_MAX ? INT_MAX : (int)timeout,
-				  &dev, buf, RSHARE_PAYLOAD_MAX, &len);
-	return rshare_lua_push_attached(L, st, dev, buf, len);
+	st = rshare_broker_attachv(endpoint, name,
+				   timeout < 0 ? -1 : timeout > INT_MAX ? INT_MAX : (int)timeout,
+				   &dev, fds, RSHARE_CHANNEL_FDS_MAX, &nfds, buf, RSHARE_PAYLOAD_MAX,
+				   &len);
+	n = rshare_lua_push_attached(L, st, dev, buf, len);
+	if (st != RSHARE_OK)
+		return n;
+	lua_createtable(L, (int)nfds, 0); /* the share's extra fds (since 1.2) */
+	for (size_t k = 0; k < nfds; k++) {
+		lua_pushinteger(L, fds[k]);
+		lua_rawseti(L, -2, (lua_Integer)k + 1);
+	}
+	return n + 1;
 }
 
 /* st, json of a broker JSON call (rshare_broker_list/_waiting). */

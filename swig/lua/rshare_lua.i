@@ -389,3 +389,94 @@ static int rshare_lua_mem_write(lua_State *L)
 
 /* ---- the broker (since 1.1) ---------------------------------------------- */
 %include "lua/broker_lua.i"
+
+/* ---- extra fds of a channel message (since 1.2): a table of integers in,
+ * a table of integers (the caller's to close) out -------------------------- */
+%typemap(in, noblock=1) (const int *RSHARE_FDS, size_t RSHARE_NFDS)
+	(int fds[RSHARE_CHANNEL_FDS_MAX + 1]) {
+	if (!lua_istable(L, $input))
+		SWIG_fail_arg("$symname", $argnum, "table of fds");
+	$2 = (size_t)lua_rawlen(L, $input);
+	if ($2 > RSHARE_CHANNEL_FDS_MAX + 1)
+		$2 = RSHARE_CHANNEL_FDS_MAX + 1; /* the C side refuses: too many */
+	for (size_t i = 0; i < $2; i++) {
+		lua_rawgeti(L, $input, (lua_Integer)i + 1);
+		fds[i] = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+		lua_pop(L, 1);
+	}
+	$1 = fds;
+}
+%typemap(in, numinputs=0, noblock=1) (int *RSHARE_FDS_OUT, size_t RSHARE_FDS_CAP, size_t *RSHARE_NFDS)
+	(int fds[RSHARE_CHANNEL_FDS_MAX], size_t nfds = 0) {
+	$1 = fds;
+	$2 = RSHARE_CHANNEL_FDS_MAX;
+	$3 = &nfds;
+}
+%typemap(argout, noblock=1) (int *RSHARE_FDS_OUT, size_t RSHARE_FDS_CAP, size_t *RSHARE_NFDS) {
+	if (result == RSHARE_OK) {
+		lua_createtable(L, (int)*$3, 0);
+		for (size_t i = 0; i < *$3 && i < $2; i++) {
+			lua_pushinteger(L, $1[i]);
+			lua_rawseti(L, -2, (lua_Integer)i + 1);
+		}
+	} else {
+		lua_pushnil(L);
+	}
+	SWIG_arg++;
+}
+
+/* ---- shared buffer access (since 1.2) -------------------------------------
+ * buf_read(buf, off, n) -> status, bytes and buf_write(buf, off, bytes) ->
+ * status, bounds-checked as var_read/var_write; the address is asked for on
+ * every call, so Lua never holds one. */
+%native(buf_read) int rshare_lua_buf_read(lua_State *L);
+%native(buf_write) int rshare_lua_buf_write(lua_State *L);
+%{
+/* The buffer in argument 1: status, and its mapping and length. */
+static int rshare_lua_buf(lua_State *L, unsigned char **mem, size_t *length)
+{
+	rshare_buf *buf = NULL;
+	void *addr = NULL;
+	int st;
+
+	if (!SWIG_IsOK(SWIG_ConvertPtr(L, 1, (void **)&buf, SWIGTYPE_p_rshare_buf, 0)))
+		return luaL_argerror(L, 1, "buffer handle expected");
+	st = rshare_buf_ptr(buf, &addr, length);
+	*mem = addr;
+	return st;
+}
+
+static int rshare_lua_buf_read(lua_State *L)
+{
+	unsigned char *mem;
+	size_t length = 0;
+	lua_Integer n = luaL_checkinteger(L, 3);
+	size_t off;
+	int st = rshare_lua_buf(L, &mem, &length);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	if (n < 0)
+		return luaL_argerror(L, 3, "negative length");
+	off = rshare_lua_mem_range(L, length, (size_t)n);
+	lua_pushlstring(L, (const char *)mem + off, (size_t)n);
+	return 2;
+}
+
+static int rshare_lua_buf_write(lua_State *L)
+{
+	unsigned char *mem;
+	size_t length = 0;
+	size_t n, off;
+	const char *bytes = luaL_checklstring(L, 3, &n);
+	int st = rshare_lua_buf(L, &mem, &length);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	off = rshare_lua_mem_range(L, length, n);
+	memcpy(mem + off, bytes, n);
+	return 1;
+}
+%}

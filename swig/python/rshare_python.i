@@ -19,11 +19,15 @@
 %feature("nothread", "1");
 %feature("nothread", "0") rshare_channel_send;
 %feature("nothread", "0") rshare_channel_recv;
+%feature("nothread", "0") rshare_channel_sendv;
+%feature("nothread", "0") rshare_channel_recvv;
 
 /* ---- the hand-written parts (pymodule.h): exceptions, the object base
  * types, the interruptible channel calls ------------------------------------ */
 %{
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 #include "pymodule.h" /* bindings/python/ext */
 %}
 %init %{
@@ -177,4 +181,59 @@
 }
 %typemap(freearg, noblock=1) (void *RSHARE_READ_OUT, size_t RSHARE_READ_LEN) {
 	Py_XDECREF(out$argnum);
+}
+
+/* ---- extra fds of a channel message (since 1.2): a sequence of ints in, a
+ * list of ints (the caller's to close) out -------------------------------- */
+%typemap(in, noblock=1) (const int *RSHARE_FDS, size_t RSHARE_NFDS)
+	(int fds[RSHARE_CHANNEL_FDS_MAX + 1]) {
+	{
+		PyObject *seq = PySequence_Fast($input, "fds must be a sequence of ints");
+		Py_ssize_t n;
+
+		if (!seq)
+			SWIG_fail;
+		n = PySequence_Fast_GET_SIZE(seq);
+		if (n > RSHARE_CHANNEL_FDS_MAX + 1)
+			n = RSHARE_CHANNEL_FDS_MAX + 1; /* the C side refuses: too many */
+		for (Py_ssize_t i = 0; i < n; i++) {
+			long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+
+			if (v == -1 && PyErr_Occurred()) {
+				Py_DECREF(seq);
+				SWIG_fail;
+			}
+			fds[i] = v < INT_MIN || v > INT_MAX ? -1 : (int)v;
+		}
+		$1 = fds;
+		$2 = (size_t)(PySequence_Fast_GET_SIZE(seq));
+		if ($2 > RSHARE_CHANNEL_FDS_MAX + 1)
+			$2 = RSHARE_CHANNEL_FDS_MAX + 1;
+		Py_DECREF(seq);
+	}
+}
+%typemap(in, numinputs=0, noblock=1) (int *RSHARE_FDS_OUT, size_t RSHARE_FDS_CAP, size_t *RSHARE_NFDS)
+	(int fds[RSHARE_CHANNEL_FDS_MAX], size_t nfds = 0) {
+	$1 = fds;
+	$2 = RSHARE_CHANNEL_FDS_MAX;
+	$3 = &nfds;
+}
+%typemap(argout, noblock=1) (int *RSHARE_FDS_OUT, size_t RSHARE_FDS_CAP, size_t *RSHARE_NFDS) {
+	{
+		PyObject *list = PyList_New(0);
+
+		for (size_t i = 0; list && i < *$3 && i < $2; i++) {
+			PyObject *v = PyLong_FromLong($1[i]);
+
+			if (!v || PyList_Append(list, v) < 0)
+				Py_CLEAR(list);
+			Py_XDECREF(v);
+		}
+		if (!list) {
+			for (size_t i = 0; i < *$3 && i < $2; i++)
+				close($1[i]);
+			SWIG_fail;
+		}
+		$result = SWIG_Python_AppendOutput($result, list);
+	}
 }

@@ -78,6 +78,14 @@ static const struct frozen table[] = {
 	FROZEN(enum rshare_field, RSHARE_FIELD_LKEY, 13),
 	FROZEN(enum rshare_field, RSHARE_FIELD_RKEY, 14),
 	FROZEN(enum rshare_field, RSHARE_FIELD_ACCESS, 15),
+	/* Since 1.2: shared buffers (issue 20). */
+	FROZEN(enum rshare_status, RSHARE_E_FD_MISMATCH, -19),
+	FROZEN(enum rshare_kind, RSHARE_KIND_BUF, 5),
+	FROZEN(enum rshare_limits, RSHARE_CHANNEL_FDS_MAX, 8),
+	FROZEN(enum rshare_caps, RSHARE_CAP_BUF, 64),
+	FROZEN(enum rshare_caps, RSHARE_CAP_DM_MAP, 128),
+	FROZEN(enum rshare_field, RSHARE_FIELD_MEM_DEV, 16),
+	FROZEN(enum rshare_field, RSHARE_FIELD_MEM_INO, 17),
 	/* The major version is the SONAME's: librshare.so.1. */
 	FROZEN(int, RSHARE_VERSION_MAJOR, 1),
 };

@@ -11,6 +11,9 @@ built from git history (commit 9baa67d, the last 1.0 tree):
     of a 1.1 kind (MR, DM) is RSHARE_E_BLOB_CORRUPT ("kind N is unknown") on
     1.0 and decodes on 1.1; an unknown kind is RSHARE_E_BLOB_KIND on 1.1
     (abi/BLOB-FORMAT.md, "Blobs of a kind the library does not know").
+ 4. A channel message with extra fds (rshare_channel_sendv, since 1.2)
+    fails cleanly on the old library: RSHARE_E_PROTOCOL, the message and its
+    fds dropped, the next message received whole.
 
   test_history.py --source-dir SRC --lib BUILD/lib/librshare.so.1 --work DIR
 
@@ -150,6 +153,38 @@ def version_needs(exe):
     return {w for w in out.split() if w.startswith("RSHARE_")}
 
 
+# Section 4: this library sends a message with an extra fd, then the old
+# one a plain message (a sim0 table of its own layout); the old library
+# receives both. Separate processes: one soname each.
+SEND = r"""
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1]); sock = int(sys.argv[2])
+lib.rshare_channel_send.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+dev = ctypes.c_void_p()
+assert lib.rshare_device_open(b"sim0", ctypes.byref(dev)) == 0
+if sys.argv[3] == "v":
+    lib.rshare_channel_sendv.argtypes = [ctypes.c_int, ctypes.c_void_p,
+                                         ctypes.POINTER(ctypes.c_int), ctypes.c_size_t,
+                                         ctypes.c_char_p, ctypes.c_size_t]
+    r, w = os.pipe()
+    assert lib.rshare_channel_sendv(sock, dev, (ctypes.c_int * 1)(r), 1, b"with an fd", 10) == 0
+else:
+    assert lib.rshare_channel_send(sock, dev, b"plain", 5) == 0
+"""
+RECV_OLD = r"""
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1]); sock = int(sys.argv[2])
+lib.rshare_last_error.restype = ctypes.c_char_p
+dev, n, buf = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.create_string_buffer(64)
+before = len(os.listdir("/proc/self/fd"))
+st1 = lib.rshare_channel_recv(sock, ctypes.byref(dev), buf, ctypes.c_size_t(64), ctypes.byref(n))
+msg = lib.rshare_last_error().decode()
+leaked = len(os.listdir("/proc/self/fd")) - before
+st2 = lib.rshare_channel_recv(sock, ctypes.byref(dev), buf, ctypes.c_size_t(64), ctypes.byref(n))
+print(st1, leaked, st2, buf.raw[:n.value].decode(), msg)
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source-dir", required=True, type=Path)
@@ -228,6 +263,22 @@ def main():
     damaged[5] = 9  # kind byte damaged: the checksum catches it first
     res = run([sys.executable, "-c", BLOB_PROBE, str(lib11), "damaged=" + bytes(damaged).hex()])
     expect(res.stdout.split()[1] == "-8", "1.1: a damaged kind byte is RSHARE_E_BLOB_CORRUPT")
+
+    # 4. A 1.2 message with an extra fd, received by the old library.
+    import socket
+    s0, s1 = socket.socketpair()
+    for lib, mode in ((lib11, "v"), (lib10, "plain")):
+        res = run([sys.executable, "-c", SEND, str(lib), str(s0.fileno()), mode],
+                  pass_fds=[s0.fileno()])
+        expect(res.returncode == 0, "%s sends (%s)" % (lib, res.stderr.strip()))
+    res = run([sys.executable, "-c", RECV_OLD, str(lib10), str(s1.fileno())],
+              pass_fds=[s1.fileno()])
+    got = res.stdout.split(" ", 4)
+    expect(res.returncode == 0 and got[:4] == ["-15", "0", "0", "plain"],
+           "1.0 refuses a message with an extra fd (RSHARE_E_PROTOCOL, no fd leaked) and "
+           "receives the next one whole (%s%s)" % (res.stdout.strip(), res.stderr.strip()))
+    s0.close()
+    s1.close()
 
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

@@ -329,7 +329,14 @@ static void test_hostile(void)
 	fds[0] = pipefd[0];
 	fds[1] = pipefd[1];
 	fds[2] = pipefd[0];
+	/* Three fds, none announced extra: three for the device, which has
+	 * one or two (command fd, ledger). */
 	CHECK_ST(hostile(m, 36, fds, 3), RSHARE_E_PROTOCOL);
+	/* Extra fds (since 1.2, announced at body offset 10) must be sealed
+	 * memfds: pipes are refused. */
+	m[26] = 2;
+	CHECK_ST(hostile(m, 36, fds, 3), RSHARE_E_FD_MISMATCH);
+	m[26] = 0;
 	close(pipefd[0]);
 	close(pipefd[1]);
 	/* A reply reader that never reads: dropped, nobody else waits. */

@@ -59,7 +59,10 @@ static void case_empty(void)
 
 /* ---- a fake broker ---- */
 
-enum trick { EMPTY_FD, BAD_MAGIC, HUGE_LEN, OK_NO_FD, OK_PIPE, OK_TWO_FDS, OK_LONG, NTRICKS };
+enum trick {
+	EMPTY_FD, BAD_MAGIC, HUGE_LEN, OK_NO_FD, OK_PIPE, OK_TWO_FDS, OK_EXTRA_UNASKED, OK_LONG,
+	NTRICKS
+};
 
 struct fake {
 	int lfd;
@@ -82,7 +85,7 @@ static void *fake_broker(void *arg)
 		(void)!recv(s, req, sizeof(req), 0);
 		memcpy(m, "RSBK\1\0", 6);
 		m[6] = 2 | 0x80; /* attach reply */
-		m[7] = 0;
+		m[7] = t == OK_TWO_FDS ? 4 : 0; /* LEDGER: the second fd is the device's */
 		if (t == HUGE_LEN)
 			len = 0xfffffff0u;
 		if (t == OK_LONG)
@@ -100,6 +103,7 @@ static void *fake_broker(void *arg)
 			send_fds(s, m, 16, NULL, 0);
 			break;
 		case OK_TWO_FDS:
+		case OK_EXTRA_UNASKED:
 			send_fds(s, m, 16, fds, 2);
 			break;
 		case OK_LONG:
@@ -140,9 +144,12 @@ static void case_fake(void)
 	static const int want[NTRICKS] = {
 		[EMPTY_FD] = RSHARE_E_IO,          [BAD_MAGIC] = RSHARE_E_PROTOCOL,
 		[HUGE_LEN] = RSHARE_E_PROTOCOL,    [OK_NO_FD] = RSHARE_E_PROTOCOL,
-		/* Two fds are a device and its ledger since 1.2: these pipe
-		 * ends are no device, so both are closed and NODEV answered. */
+		/* Two fds flagged LEDGER are a device and its ledger since
+		 * 1.2: these pipe ends are no device, so both are closed and
+		 * NODEV answered. Unflagged, the second is an extra fds the
+		 * attach did not ask for: both closed, PROTOCOL. */
 		[OK_PIPE] = RSHARE_E_NODEV,        [OK_TWO_FDS] = RSHARE_E_NODEV,
+		[OK_EXTRA_UNASKED] = RSHARE_E_PROTOCOL,
 		[OK_LONG] = RSHARE_E_PROTOCOL,
 	};
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -3,23 +3,27 @@
  * The channel: fd + payload over stream and seqpacket sockets, the NOSPACE
  * retry that loses nothing, and hostile messages (no fd, wrong fd, two fds,
  * garbage, a closed peer) refused without leaking an fd; an empty payload
- * passed as NULL; a receiver out of fds (EMFILE) that loses nothing.
+ * passed as NULL; a receiver out of fds (EMFILE) that loses nothing; extra
+ * fds (rshare_channel_sendv/recvv, since 1.2).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
 
-/* Send a hand-made message: header fields, payload, and the given fds. */
-static void send_raw(int sock, const char *magic, uint32_t plen, const int *fds, int nfds)
+/* Send a hand-made message: header fields (extra: the extra fds it
+ * announces), no payload, and the given fds. */
+static void send_raw_x(int sock, const char *magic, uint32_t plen, uint32_t extra,
+		       const int *fds, int nfds)
 {
 	unsigned char hdr[16] = { 0 };
-	char ctl[CMSG_SPACE(4 * sizeof(int))];
+	char ctl[CMSG_SPACE(4 * sizeof(int))] __attribute__((aligned(8)));
 	struct iovec iov = { hdr, sizeof(hdr) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
@@ -27,6 +31,7 @@ static void send_raw(int sock, const char *magic, uint32_t plen, const int *fds,
 	hdr[4] = 1;
 	hdr[8] = (unsigned char)plen;
 	hdr[9] = (unsigned char)(plen >> 8);
+	hdr[12] = (unsigned char)extra;
 	if (nfds) {
 		struct cmsghdr *cm;
 		memset(ctl, 0, sizeof(ctl));
@@ -39,6 +44,120 @@ static void send_raw(int sock, const char *magic, uint32_t plen, const int *fds,
 		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
 	CHECK(sendmsg(sock, &msg, 0) == (ssize_t)sizeof(hdr));
+}
+
+static void send_raw(int sock, const char *magic, uint32_t plen, const int *fds, int nfds)
+{
+	send_raw_x(sock, magic, plen, 0, fds, nfds);
+}
+
+/* Is fd the same open file as want? */
+static int same_file(int fd, int want)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstat(want, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+/* Since 1.2: extra fds, all or nothing; a short fds_cap consumes nothing;
+ * rshare_channel_recv (the 1.1 receiver's rule) refuses and drops them;
+ * a message whose fds disagree with its header is dropped. */
+static void extra_fds(int type, rshare_device *dev, const unsigned char *blob, size_t blen)
+{
+	unsigned char buf[RSHARE_BLOB_MAX];
+	int sv[2], p[2], many[RSHARE_CHANNEL_FDS_MAX + 1], got_fds[RSHARE_CHANNEL_FDS_MAX];
+	int raw[4], fd, before;
+	rshare_device *got;
+	size_t len = 0, n = 99;
+
+	REQUIRE(socketpair(AF_UNIX, type, 0, sv) == 0 && pipe(p) == 0);
+	before = count_fds();
+	CHECK_OK(rshare_channel_sendv(sv[0], dev, p, 2, blob, blen));
+	/* Too few fd slots (or none): NOSPACE, the counts set, nothing taken. */
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 1, &n, buf, sizeof(buf), &len),
+		 RSHARE_E_NOSPACE);
+	CHECK(n == 2 && len == blen);
+	n = 0;
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, NULL, 0, &n, buf, sizeof(buf), &len),
+		 RSHARE_E_NOSPACE);
+	CHECK(n == 2);
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 2, &n, buf, blen - 1, &len),
+		 RSHARE_E_NOSPACE);
+	CHECK(count_fds() == before);
+	CHECK_OK(rshare_channel_recvv(sv[1], &got, got_fds, 2, &n, buf, sizeof(buf), &len));
+	CHECK(n == 2 && len == blen && memcmp(buf, blob, blen) == 0);
+	CHECK(same_file(got_fds[0], p[0]) && same_file(got_fds[1], p[1]));
+	CHECK((fcntl(got_fds[0], F_GETFD) & FD_CLOEXEC) != 0);
+	close(got_fds[0]);
+	close(got_fds[1]);
+	CHECK_OK(rshare_device_close(got));
+
+	/* A plain send through recvv: no extra fds. */
+	CHECK_OK(rshare_channel_send(sv[0], dev, blob, blen));
+	CHECK_OK(rshare_channel_recvv(sv[1], &got, NULL, 0, &n, buf, sizeof(buf), &len));
+	CHECK(n == 0 && len == blen);
+	CHECK_OK(rshare_device_close(got));
+
+	/* rshare_channel_recv refuses extra fds and drops the message, as a
+	 * 1.1 library does; the next message is received whole. */
+	CHECK_OK(rshare_channel_sendv(sv[0], dev, p, 1, blob, blen));
+	CHECK_OK(rshare_channel_send(sv[0], dev, blob, blen));
+	CHECK_ST(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len), RSHARE_E_PROTOCOL);
+	CHECK_MSG("rshare_channel_recvv");
+	CHECK_OK(rshare_channel_recv(sv[1], &got, buf, sizeof(buf), &len));
+	CHECK(len == blen);
+	CHECK_OK(rshare_device_close(got));
+
+	/* Header and fds disagree: refused, dropped, every fd closed. */
+	CHECK_OK(rshare_device_fd(dev, &fd));
+	raw[0] = fd;
+	raw[1] = p[0];
+	raw[2] = p[1];
+	raw[3] = p[0];
+	/* announces 1 extra, so 3 for the device, which has 1 or 2 */
+	send_raw_x(sv[0], "RSHC", 0, 1, raw, 4);
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 4, &n, buf, sizeof(buf), &len),
+		 RSHARE_E_PROTOCOL);
+	send_raw_x(sv[0], "RSHC", 0, 3, raw, 3); /* announces 3 extra, carries 3 in all */
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 4, &n, buf, sizeof(buf), &len),
+		 RSHARE_E_PROTOCOL);
+	send_raw_x(sv[0], "RSHC", 0, 200, raw, 1); /* announces more than the limit */
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 4, &n, buf, sizeof(buf), &len),
+		 RSHARE_E_PROTOCOL);
+	CHECK(count_fds() == before);
+
+	/* Sender's limits. */
+	for (int i = 0; i <= RSHARE_CHANNEL_FDS_MAX; i++)
+		many[i] = p[0];
+	CHECK_ST(rshare_channel_sendv(sv[0], dev, many, RSHARE_CHANNEL_FDS_MAX + 1, blob, blen),
+		 RSHARE_E_INVAL);
+	CHECK_ST(rshare_channel_sendv(sv[0], dev, NULL, 1, blob, blen), RSHARE_E_INVAL);
+	many[1] = -1;
+	CHECK_ST(rshare_channel_sendv(sv[0], dev, many, 2, blob, blen), RSHARE_E_INVAL);
+	CHECK_ST(rshare_channel_recvv(sv[1], &got, got_fds, 1, NULL, buf, sizeof(buf), &len),
+		 RSHARE_E_INVAL);
+	/* The most fds a message may carry. */
+	CHECK_OK(rshare_channel_sendv(sv[0], dev, many + 2, RSHARE_CHANNEL_FDS_MAX - 2, NULL, 0));
+	CHECK_OK(rshare_channel_recvv(sv[1], &got, got_fds, RSHARE_CHANNEL_FDS_MAX, &n, NULL, 0,
+				      &len));
+	CHECK(n == RSHARE_CHANNEL_FDS_MAX - 2 && len == 0);
+	for (size_t i = 0; i < n; i++)
+		close(got_fds[i]);
+	CHECK_OK(rshare_device_close(got));
+	many[1] = p[0];
+	CHECK_OK(rshare_channel_sendv(sv[0], dev, many, RSHARE_CHANNEL_FDS_MAX, NULL, 0));
+	CHECK_OK(rshare_channel_recvv(sv[1], &got, got_fds, RSHARE_CHANNEL_FDS_MAX, &n, NULL, 0,
+				      &len));
+	CHECK(n == RSHARE_CHANNEL_FDS_MAX);
+	for (size_t i = 0; i < n; i++)
+		close(got_fds[i]);
+	CHECK_OK(rshare_device_close(got));
+	CHECK(count_fds() == before);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 static void round_trip(int type, rshare_device *dev, const unsigned char *blob, size_t blen)
@@ -259,6 +378,16 @@ static void case_out_of_fds_stream(void)
 static void case_out_of_fds_seqpacket(void)
 {
 	out_of_fds(SOCK_SEQPACKET, dev, blob, blen);
+}
+
+static void case_extra_fds_stream(void)
+{
+	extra_fds(SOCK_STREAM, dev, blob, blen);
+}
+
+static void case_extra_fds_seqpacket(void)
+{
+	extra_fds(SOCK_SEQPACKET, dev, blob, blen);
 }
 
 /* Garbage on a stream: refused as not ours. A wrong-magic message. */

@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +117,35 @@ static void case_conventions(void)
 	CHECK(!strcmp(json_of("m\xc3\xa9"), "\"m\xc3\xa9\""));
 }
 
+/* inspect shows a buffer blob (1.2): its MR's fields and its memfd's. */
+static void case_inspect_buffer(void)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char text[RSHARE_TEXT_MAX], want[64];
+	rshare_device *d;
+	rshare_pd *pd;
+	rshare_buf *buf;
+	size_t len, tlen;
+	struct stat st;
+	int fd;
+
+	REQUIRE_OK(rshare_device_open("sim0", &d));
+	REQUIRE_OK(rshare_pd_alloc(d, &pd));
+	REQUIRE_OK(rshare_buf_alloc(pd, 8192, RSHARE_ACCESS_LOCAL_WRITE, &buf));
+	REQUIRE_OK(rshare_buf_export(buf, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_blob_to_text(blob, len, text, sizeof(text), &tlen));
+	REQUIRE_OK(rshare_buf_fd(buf, &fd));
+	REQUIRE(fstat(fd, &st) == 0);
+	CHECK(run("%s inspect %s 2>&1", CLI, text) == 0);
+	CHECK(strstr(out, "\"kind\":\"buf\"") && strstr(out, "\"length\":8192") &&
+	      strstr(out, "\"lkey\":"));
+	snprintf(want, sizeof(want), "\"mem_ino\":%llu", (unsigned long long)st.st_ino);
+	CHECK(strstr(out, want) != NULL);
+	CHECK_OK(rshare_buf_free(buf));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(d));
+}
+
 static void setup(void)
 {
 	REQUIRE(getenv("RSHARE_CLI") != NULL);
@@ -148,6 +178,12 @@ static void case_demo(void)
 	CHECK(run("%s demo --workers 4 2>&1", CLI) == 0);
 	CHECK(count(out, "): imported PD 0 and VAR page 0, wrote slot") == 4);
 	CHECK(strstr(out, "checked: every worker's write is in the shared VAR page") != NULL);
+	/* The shared buffer (1.2): its memfd went with each message, every
+	 * worker wrote its line into the one registered memory. */
+	CHECK(strstr(out, "sent each the device fd, the blobs and the buffer's memfd") != NULL);
+	CHECK(count(out, "of the shared buffer, unimported") == 4);
+	CHECK(strstr(out, "checked: every worker's line is in the shared buffer") != NULL);
+	CHECK(strstr(out, "freed the buffer, the MR,") != NULL);
 	CHECK(strstr(out, "late import of the PD blob: RSHARE_E_NOT_FOUND, as expected") != NULL);
 	CHECK(strstr(out, "all checks passed") != NULL);
 	{ /* MR and DM: shared and checked by every worker where sim0 has them */

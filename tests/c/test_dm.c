@@ -5,7 +5,10 @@
  * the end), export/import, and across real processes (a forked child
  * receives the device fd over a channel, imports the DM, reads what the
  * parent wrote and writes its answer; a free makes later imports
- * NOT_FOUND). Exits 77 (ctest: skipped) on a provider without DM.
+ * NOT_FOUND); since 1.2 device memory mapped (sim0: the same bytes as
+ * read/write see, in every handle's mapping; a mapping kept past a free is
+ * not given to new device memory). Exits 77 (ctest: skipped) on a provider
+ * without DM.
  */
 #include <stdint.h>
 #include <sys/socket.h>
@@ -36,6 +39,49 @@ static int child(int sock)
 	if (rshare_dm_unimport(dm) || rshare_device_close(dev))
 		return 14;
 	return 0;
+}
+
+/* rshare_dm_map (1.2): what read/write see, shared between handles. */
+static void mapped(rshare_device *dev)
+{
+	unsigned char blob[RSHARE_BLOB_MAX], got[8];
+	rshare_dm *dm, *imp, *next;
+	char *p, *q, *again;
+	size_t len;
+	uint32_t caps;
+
+	REQUIRE_OK(rshare_device_caps(dev, &caps));
+	REQUIRE_OK(rshare_dm_alloc(dev, 100, &dm));
+	if (!(caps & RSHARE_CAP_DM_MAP)) {
+		CHECK_ST(rshare_dm_map(dm, (void **)&p), RSHARE_E_UNSUPPORTED);
+		CHECK_OK(rshare_dm_free(dm));
+		return;
+	}
+	REQUIRE_OK(rshare_dm_map(dm, (void **)&p));
+	CHECK_OK(rshare_dm_map(dm, (void **)&again));
+	CHECK(again == p);
+	memcpy(p + 10, "mapped!", 8);
+	CHECK_OK(rshare_dm_read(dm, 10, got, 8));
+	CHECK(memcmp(got, "mapped!", 8) == 0);
+	CHECK_OK(rshare_dm_write(dm, 20, "written", 8));
+	CHECK(memcmp(p + 20, "written", 8) == 0);
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_dm_import(dev, blob, len, &imp));
+	REQUIRE_OK(rshare_dm_map(imp, (void **)&q));
+	CHECK(q != p && memcmp(q + 10, "mapped!", 8) == 0);
+	/* Freed while imp still maps it: new device memory gets other granules. */
+	CHECK_OK(rshare_dm_free(dm));
+	REQUIRE_OK(rshare_dm_alloc(dev, 100, &next));
+	CHECK_OK(rshare_dm_write(next, 10, "newer!!", 8));
+	CHECK(memcmp(q + 10, "mapped!", 8) == 0); /* the old bytes, untouched */
+	CHECK_OK(rshare_dm_unmap(imp));
+	CHECK_OK(rshare_dm_unmap(imp)); /* nothing mapped: a no-op */
+	CHECK_OK(rshare_dm_unimport(imp));
+	CHECK_ST(rshare_dm_map(imp, (void **)&p), RSHARE_E_STALE);
+	CHECK_ST(rshare_dm_unmap(imp), RSHARE_E_STALE);
+	CHECK_ST(rshare_dm_map(NULL, (void **)&p), RSHARE_E_INVAL);
+	CHECK_ST(rshare_dm_map(next, NULL), RSHARE_E_INVAL);
+	CHECK_OK(rshare_dm_free(next));
 }
 
 /* Every case: sim0 and LEN bytes of device memory (freed by the case or
@@ -162,6 +208,11 @@ static void case_free_then_not_found(void)
 	dm = NULL;
 }
 
+/* rshare_dm_map (1.2): what read/write see, shared between handles. */
+static void case_mapped(void)
+{
+	mapped(dev);
+}
 
 #define T_PROGRAM_test_dm ~, 1
 static const struct t_case t_cases[] = {

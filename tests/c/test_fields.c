@@ -158,7 +158,8 @@ static void case_fields(void)
 	CHECK_OK(rshare_device_caps(dev, &caps));
 	CHECK((caps & (RSHARE_CAP_PD | RSHARE_CAP_VAR)) == (RSHARE_CAP_PD | RSHARE_CAP_VAR));
 	CHECK(!(caps & RSHARE_CAP_NATIVE));
-	CHECK(!(caps & ~(uint32_t)(RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM)));
+	CHECK(!(caps & ~(uint32_t)(RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM |
+				    RSHARE_CAP_BUF | RSHARE_CAP_DM_MAP)));
 	CHECK_ST(rshare_device_caps(dev, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_caps(NULL, &caps), RSHARE_E_INVAL);
 
@@ -194,7 +195,7 @@ static void case_fields(void)
 	/* Misuse. */
 	v = 77;
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, 0, &v), RSHARE_E_INVAL);
-	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_ACCESS + 1, &v), RSHARE_E_INVAL);
+	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_MEM_INO + 1, &v), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, -1, &v), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_KIND, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(NULL, pd_len, RSHARE_FIELD_KIND, &v), RSHARE_E_INVAL);

@@ -49,6 +49,21 @@ static int make_dm(rshare_device *dev, rshare_pd *pd, void **out)
 	return rshare_dm_alloc(dev, 64, (rshare_dm **)out);
 }
 
+static int make_buf(rshare_device *dev, rshare_pd *pd, void **out)
+{
+	(void)dev;
+	return rshare_buf_alloc(pd, 4096, RSHARE_ACCESS_LOCAL_WRITE, (rshare_buf **)out);
+}
+
+/* A buffer's probe: its memfd (STALE once released), as a "handle". */
+static int buf_probe(const void *buf, uint32_t *handle)
+{
+	int fd = -1, status = rshare_buf_fd(buf, &fd);
+
+	*handle = (uint32_t)fd;
+	return status;
+}
+
 static int var_handle(const void *var, uint32_t *handle)
 {
 	return rshare_var_handle(var, handle);
@@ -62,6 +77,7 @@ static const struct maker makers[] = {
 	MAKER(RSHARE_KIND_VAR, make_var, rshare_var_export, var_handle, rshare_var_free),
 	MAKER(RSHARE_KIND_MR, make_mr, rshare_mr_export, rshare_mr_handle, rshare_mr_dereg),
 	MAKER(RSHARE_KIND_DM, make_dm, rshare_dm_export, rshare_dm_handle, rshare_dm_free),
+	MAKER(RSHARE_KIND_BUF, make_buf, rshare_buf_export, buf_probe, rshare_buf_free),
 };
 #define NMAKERS ((int)(sizeof(makers) / sizeof(makers[0])))
 

@@ -67,7 +67,10 @@ static void case_public_api(void)
 	pid_t pid;
 
 	CHECK_OK(rshare_device_caps(dev, &caps));
-	CHECK(caps == (RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM));
+	CHECK((caps & ~(uint32_t)RSHARE_CAP_DM_MAP) ==
+	      (RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM | RSHARE_CAP_BUF));
+	/* Its device memory maps where the page is its 4 KiB granule. */
+	CHECK(!!(caps & RSHARE_CAP_DM_MAP) == (sysconf(_SC_PAGESIZE) == 4096));
 
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd2));

@@ -13,13 +13,16 @@ struct abi_param {
 	enum abi_ffi ffi;
 };
 
+/* The most parameters a function has (abi/tools/manifest_to_c.py checks). */
+#define ABI_MAX_PARAMS 12
+
 struct abi_fn {
 	const char *name;
 	const char *version; /* symbol version node, e.g. "RSHARE_1.0" */
 	const char *ret_type;
 	enum abi_ffi ret;
 	int nparams;
-	struct abi_param params[8];
+	struct abi_param params[ABI_MAX_PARAMS];
 };
 
 struct abi_const {

@@ -15,7 +15,7 @@
 struct bound {
 	void *sym;
 	ffi_cif cif;
-	ffi_type *types[8];
+	ffi_type *types[ABI_MAX_PARAMS];
 	unsigned calls;
 };
 
@@ -106,7 +106,7 @@ static ffi_arg call_raw(const char *name, const ffi_val *args, int n, enum abi_f
 {
 	size_t i = index_of(name);
 	const struct abi_fn *fn = &abi_fns[i];
-	void *values[8];
+	void *values[ABI_MAX_PARAMS];
 	ffi_arg result = 0;
 
 	if (n != fn->nparams || fn->ret != ret) {

@@ -26,12 +26,15 @@
 #define QUEUED "queued message"
 
 struct fixture {
-	void *dev, *pd, *var, *mr, *dm; /* mr, dm NULL when sim0 lacks them */
-	void *stale_dev, *stale_pd, *stale_var, *stale_mr, *stale_dm;
+	void *dev, *pd, *var, *mr, *dm, *bufh; /* mr, dm, bufh NULL when sim0 lacks them */
+	void *stale_dev, *stale_pd, *stale_var, *stale_mr, *stale_dm, *stale_bufh;
 	void *stale_broker, *stale_share; /* stopped, withdrawn */
 	void *attach, *stale_attach;      /* answered (by "sweep"), cancelled */
 	unsigned char pd_blob[256], var_blob[256], mr_blob[256], dm_blob[256];
 	size_t pd_len, var_len, mr_len, dm_len;
+	unsigned char buf_blob[256];
+	size_t buf_len;
+	int buf_fd; /* the buffer's memfd (borrowed) */
 	unsigned char mem[64]; /* the memory the MR registers */
 	char pd_text[256];
 	int fd;    /* dev's command fd */
@@ -41,8 +44,8 @@ struct fixture {
 	char bdir[64], bpath[100], bpath2[100];
 	/* Output cells of the valid arguments. */
 	char buf[512];
-	size_t z;
-	int i;
+	size_t z, z2;
+	int i, fds[16]; /* more than any message carries */
 	uint32_t u32, u32b, caps;
 	uint64_t u64;
 	void *p;
@@ -150,6 +153,28 @@ static void a_recv(struct fixture *f, ffi_val *a)
 {
 	SET(a, VI(f->sv[1]), VP(&f->p), BUF(f), VP(&f->z));
 }
+static void a_sendv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VI(f->sv[0]), VP(f->dev), VP(&f->fd), VZ(1), VP("x"), VZ(1));
+}
+static void a_recvv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VI(f->sv[1]), VP(&f->p), VP(f->fds), VZ(16), VP(&f->z2),
+	    BUF(f), VP(&f->z));
+}
+static void a_buf_alloc(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd), VZ(64), VU32((uint32_t)ST(ACCESS_LOCAL_WRITE)), VP(&f->p));
+}
+static void a_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->bufh)); }
+static void a_buf_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->bufh), BUF(f), VP(&f->z)); }
+static void a_buf_int(struct fixture *f, ffi_val *a) { SET(a, VP(f->bufh), VP(&f->i)); }
+static void a_buf_out(struct fixture *f, ffi_val *a) { SET(a, VP(f->bufh), VP(&f->p)); }
+static void a_buf_ptr(struct fixture *f, ffi_val *a) { SET(a, VP(f->bufh), VP(&f->p), VP(&f->z)); }
+static void a_buf_import(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->pd), VP(f->buf_blob), VZ(f->buf_len), VI(f->buf_fd), VP(&f->p));
+}
 static void a_broker_start(struct fixture *f, ffi_val *a) { SET(a, VP(f->bpath), VP(&f->p)); }
 static void a_broker(struct fixture *f, ffi_val *a) { SET(a, VP(f->broker)); }
 static void a_broker_buf(struct fixture *f, ffi_val *a) { SET(a, VP(f->broker), BUF(f), VP(&f->z)); }
@@ -166,6 +191,16 @@ static void a_attach(struct fixture *f, ffi_val *a)
 	SET(a, VP(f->bpath), VP("sweep"), VI(0), VP(&f->p), BUF(f), VP(&f->z));
 }
 static void a_list(struct fixture *f, ffi_val *a) { SET(a, VP(f->bpath), BUF(f), VP(&f->z)); }
+static void a_publishv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("otherv"), VP(f->dev), VP(&f->buf_fd), VZ(1), VP(f->pd_blob),
+	    VZ(f->pd_len), VP(NULL), VP(&f->p));
+}
+static void a_attachv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->bpath), VP("sweep"), VI(0), VP(&f->p), VP(f->fds), VZ(16), VP(&f->z2),
+	    BUF(f), VP(&f->z));
+}
 static void a_attach_start(struct fixture *f, ffi_val *a)
 {
 	SET(a, VP(f->bpath), VP("sweep"), VP(&f->p));
@@ -187,7 +222,7 @@ struct recipe {
 	void (*args)(struct fixture *f, ffi_val *a);
 };
 
-enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, K_BROKER, K_SHARE, K_ATTACH, NKINDS };
+enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, K_BROKER, K_SHARE, K_ATTACH, K_BUF, NKINDS };
 
 static const struct recipe recipes[] = {
 	{ "rshare_version", "", a_version },
@@ -263,6 +298,22 @@ static const struct recipe recipes[] = {
 	{ "rshare_kind_name", "", a_kind },
 	{ "rshare_provider_name", "", a_provider },
 	{ "rshare_blob_size", "", a_blob_size },
+	{ "rshare_buf_alloc", "", a_buf_alloc },
+	{ "rshare_buf_export", "", a_buf_buf },
+	{ "rshare_buf_fd", "", a_buf_int },
+	{ "rshare_buf_import", "", a_buf_import },
+	{ "rshare_buf_ptr", "len", a_buf_ptr },
+	{ "rshare_buf_mr", "", a_buf_out },
+	{ "rshare_buf_unimport", "", a_buf },
+	{ "rshare_buf_free", "", a_buf },
+	{ "rshare_channel_sendv", "", a_sendv },
+	/* fds may be NULL: a message without extra fds is then received (the
+	 * sweep's NULL would consume the queued one); the sweep checks the rest. */
+	{ "rshare_channel_recvv", "fds", a_recvv },
+	{ "rshare_broker_publishv", "endpoint payload opts", a_publishv },
+	{ "rshare_dm_map", "", a_dm_ptr },
+	{ "rshare_dm_unmap", "", a_dm },
+	{ "rshare_broker_attachv", "endpoint fds", a_attachv },
 	{ "rshare_broker_attach_start", "endpoint", a_attach_start },
 	{ "rshare_attach_fd", "", a_attach_fd },
 	{ "rshare_attach_wait", "", a_attach_wait },
@@ -295,7 +346,7 @@ static int handle_kind(const char *type)
 	static const char *const kinds[NKINDS] = { "rshare_device *", "rshare_pd *",
 						   "rshare_var *", "rshare_mr *", "rshare_dm *",
 						   "rshare_broker *", "rshare_share *",
-						   "rshare_attach *" };
+						   "rshare_attach *", "rshare_buf *" };
 
 	if (strncmp(type, "const ", 6) == 0)
 		type += 6;
@@ -330,13 +381,15 @@ static void sweep_handle(struct fixture *f, const struct abi_fn *fn,
 			 const struct recipe *r, int k, int kind)
 {
 	void *stale[NKINDS] = { f->stale_dev, f->stale_pd, f->stale_var, f->stale_mr,
-				f->stale_dm, f->stale_broker, f->stale_share, f->stale_attach };
+				f->stale_dm, f->stale_broker, f->stale_share, f->stale_attach,
+				f->stale_bufh };
 	/* live, of another kind */
-	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var, f->dev, f->pd, f->dev };
+	void *other[NKINDS] = { f->pd, f->var, f->dev, f->pd, f->var, f->dev, f->pd, f->dev,
+				f->pd };
 	int local = 0;
 	void *garbage[] = { (void *)1, (void *)(uintptr_t)0xdeadbeef0, (void *)(uintptr_t)-1,
 			    &local, other[kind] };
-	ffi_val a[8];
+	ffi_val a[ABI_MAX_PARAMS];
 
 	r->args(f, a);
 	a[k] = VP(NULL);
@@ -359,7 +412,7 @@ static void sweep_buffer(struct fixture *f, const struct abi_fn *fn,
 	int is_str = strcmp(fn->params[k].type, "char *") == 0;
 	const char *bn = fn->params[k].name;
 	size_t need;
-	ffi_val a[8];
+	ffi_val a[ABI_MAX_PARAMS];
 
 	if (!has_len) {
 		/* devices_get: no length out; a NULL name with cap 0 means the
@@ -413,12 +466,13 @@ static int needs(const char *fn, const char *prefix, const char *maker)
 
 static void sweep_fn(struct fixture *f, const struct abi_fn *fn, const struct recipe *r)
 {
-	ffi_val a[8];
+	ffi_val a[ABI_MAX_PARAMS];
 	int pointers = 0;
 	/* Without a live MR or DM (a provider without them), only the handle
 	 * parameters can be swept: NULL and garbage handles. */
 	int live = !(needs(fn->name, "rshare_mr_", "rshare_mr_reg") && !f->mr) &&
-		   !(needs(fn->name, "rshare_dm_", "rshare_dm_alloc") && !f->dm);
+		   !(needs(fn->name, "rshare_dm_", "rshare_dm_alloc") && !f->dm) &&
+		   !(needs(fn->name, "rshare_buf_", "rshare_buf_alloc") && !f->bufh);
 
 	for (int k = 0; k < fn->nparams; k++) {
 		const struct abi_param *p = &fn->params[k];
@@ -469,6 +523,9 @@ static void make_stale(struct fixture *f)
 		EXPECT(CALLI("rshare_mr_reg", VP(pd), VP(f->mem), VZ(sizeof(f->mem)), VU32(0),
 			     VP(&f->stale_mr)), ST(OK), "mr_reg");
 		EXPECT(CALLI("rshare_mr_dereg", VP(f->stale_mr)), ST(OK), "mr_dereg");
+		EXPECT(CALLI("rshare_buf_alloc", VP(pd), VZ(64), VU32(0), VP(&f->stale_bufh)),
+		       ST(OK), "buf_alloc");
+		EXPECT(CALLI("rshare_buf_free", VP(f->stale_bufh)), ST(OK), "buf_free");
 		EXPECT(CALLI("rshare_pd_free", VP(pd)), ST(OK), "pd_free");
 	}
 	if (f->caps & (uint32_t)ST(CAP_DM)) {
@@ -488,6 +545,12 @@ static void setup_mr_dm(struct fixture *f)
 			     VU32((uint32_t)ST(ACCESS_LOCAL_WRITE)), VP(&f->mr)), ST(OK), "mr_reg");
 		EXPECT(CALLI("rshare_mr_export", VP(f->mr), VP(f->mr_blob), VZ(sizeof(f->mr_blob)),
 			     VP(&f->mr_len)), ST(OK), "mr_export");
+		EXPECT(CALLI("rshare_buf_alloc", VP(f->pd), VZ(64),
+			     VU32((uint32_t)ST(ACCESS_LOCAL_WRITE)), VP(&f->bufh)), ST(OK),
+		       "buf_alloc");
+		EXPECT(CALLI("rshare_buf_export", VP(f->bufh), VP(f->buf_blob),
+			     VZ(sizeof(f->buf_blob)), VP(&f->buf_len)), ST(OK), "buf_export");
+		EXPECT(CALLI("rshare_buf_fd", VP(f->bufh), VP(&f->buf_fd)), ST(OK), "buf_fd");
 	} else {
 		printf("ffi sweep: sim0 lacks RSHARE_CAP_MR: MR functions get NULL and garbage "
 		       "handle checks only\n");
@@ -583,6 +646,8 @@ static void teardown(struct fixture *f)
 		    "attach payload altered by the sweep");
 	EXPECT(CALLI("rshare_device_close", VP(dev2)), ST(OK), "close the attached device");
 	EXPECT(CALLI("rshare_attach_cancel", VP(f->attach)), ST(E_STALE), "attach over");
+	if (f->bufh)
+		EXPECT(CALLI("rshare_buf_free", VP(f->bufh)), ST(OK), "buf_free after the sweep");
 	EXPECT(CALLI("rshare_broker_withdraw", VP(f->share)), ST(OK), "broker_withdraw");
 	EXPECT(CALLI("rshare_broker_stop", VP(f->broker)), ST(OK), "broker_stop");
 	{

@@ -52,7 +52,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, NK };
+enum { K_DEV, K_PD, K_VAR, K_MR, K_DM, K_BUF, NK };
 #define NLIVE 6
 #define NGRAVE 6
 #define NBLOB 4
@@ -194,7 +194,9 @@ static int rel_pd(void *h) { return rshare_pd_unimport(h); }
 static int rel_var(void *h) { return rshare_var_unimport(h); }
 static int rel_mr(void *h) { return rshare_mr_unimport(h); }
 static int rel_dm(void *h) { return rshare_dm_unimport(h); }
-static int (*const releasers[NK])(void *) = { rel_dev, rel_pd, rel_var, rel_mr, rel_dm };
+static int rel_buf(void *h) { return rshare_buf_unimport(h); }
+static int (*const releasers[NK])(void *) = { rel_dev, rel_pd, rel_var, rel_mr, rel_dm,
+					      rel_buf };
 
 /* A creating call: out untouched on failure, kept on success. */
 static void created(int kind, int status, void *out, unsigned allowed, const char *call)
@@ -244,6 +246,7 @@ static int pd_export(const void *h, void *buf, size_t cap, size_t *len) { return
 static int var_export(const void *h, void *buf, size_t cap, size_t *len) { return rshare_var_export(h, buf, cap, len); }
 static int mr_export(const void *h, void *buf, size_t cap, size_t *len) { return rshare_mr_export(h, buf, cap, len); }
 static int dm_export(const void *h, void *buf, size_t cap, size_t *len) { return rshare_dm_export(h, buf, cap, len); }
+static int buf_export(const void *h, void *buf, size_t cap, size_t *len) { return rshare_buf_export(h, buf, cap, len); }
 
 static struct blob *pick_blob(void)
 {
@@ -541,6 +544,59 @@ static void op_dm(int op)
 	}
 }
 
+/* Shared buffers (1.2): made, exported, imported with a live buffer's fd,
+ * a made-up one or none, released; accessors write nothing on failure. */
+static void op_buf(int op)
+{
+	void *out = SENTINEL, *ptr = SENTINEL;
+	struct pick p;
+	struct blob *b;
+	size_t len = 7777;
+	int status, fd = -7;
+
+	switch (op) {
+	case 0:
+		p = pick(K_PD);
+		status = rshare_buf_alloc(p.h, next() % 2 ? 4096 : next(), next() % 32,
+					  (rshare_buf **)&out);
+		expect_pick(&p, status, "buf_alloc");
+		created(K_BUF, status, out, S_ALLOC | S_NF, "buf_alloc");
+		return;
+	case 1:
+		p = pick(K_BUF);
+		export(&p, buf_export, "buf_export");
+		return;
+	case 2: {
+		struct pick src = pick(K_BUF);
+
+		if (next() % 2 == 0 || rshare_buf_fd(src.h, &fd) != RSHARE_OK)
+			fd = next() % 3 ? -1 : next() % 64;
+		p = pick(K_PD);
+		b = pick_blob();
+		status = rshare_buf_import(p.h, b->b, b->len, fd, (rshare_buf **)&out);
+		expect_pick(&p, status, "buf_import");
+		created(K_BUF, status, out, S_IMPORT | B(RSHARE_E_FD_MISMATCH), "buf_import");
+		return;
+	}
+	case 3:
+		p = pick(K_BUF);
+		released(&p, rshare_buf_unimport(p.h), S_HANDLE, "buf_unimport");
+		return;
+	case 4:
+		p = pick(K_BUF);
+		released(&p, rshare_buf_free(p.h), S_FREE, "buf_free");
+		return;
+	default:
+		p = pick(K_BUF);
+		status = op % 2 ? rshare_buf_ptr(p.h, &ptr, &len) : rshare_buf_fd(p.h, &fd);
+		expect(status, S_HANDLE, "buf_ptr/fd");
+		expect_pick(&p, status, "buf_ptr/fd");
+		if (status != RSHARE_OK && (ptr != SENTINEL || len != 7777 || fd != -7))
+			fail("buf_ptr/fd wrote on failure", status);
+		return;
+	}
+}
+
 static void op_blob(int op)
 {
 	struct blob *b = pick_blob();
@@ -569,11 +625,11 @@ static void op_blob(int op)
 	}
 }
 
-/* Release everything the program still holds: MRs before their PDs,
+/* Release everything the program still holds: buffers and MRs before their PDs,
  * objects before their devices. Every release must succeed. */
 static void cleanup(void)
 {
-	static const int order[] = { K_MR, K_PD, K_VAR, K_DM, K_DEV };
+	static const int order[] = { K_BUF, K_MR, K_PD, K_VAR, K_DM, K_DEV };
 
 	for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
 		for (int i = 0; i < NLIVE; i++) {
@@ -658,7 +714,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (in_left) {
 		uint8_t op = next();
 
-		switch (op % 8) {
+		switch (op % 9) {
 		case 0: op_device(next() % 4); break;
 		case 1: op_pd(next() % 6); break;
 		case 2: op_var(next() % 8); break;
@@ -666,6 +722,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 4: op_dm(next() % 7); break;
 		case 5: op_blob(next() % 4); break;
 		case 6: op_channel(); break;
+		case 7: op_buf(next() % 7); break;
 		default: op_device(3); break; /* the accessors */
 		}
 	}

@@ -125,10 +125,10 @@ static void try_broker(const uint8_t *data, size_t size)
 		switch (req.type) {
 		case RSB_PUBLISH:
 			n = rsb_encode_publish(out, req.name, req.flags, req.uids, req.n_uids, req.gids,
-					       req.n_gids, req.payload, req.payload_len);
+					       req.n_gids, req.n_extra, req.payload, req.payload_len);
 			break;
 		case RSB_ATTACH:
-			n = rsb_encode_attach(out, req.name, req.timeout_ms, req.cap);
+			n = rsb_encode_attach(out, req.name, req.timeout_ms, req.cap, req.hflags);
 			break;
 		case RSB_WITHDRAW:
 			n = rsb_encode_withdraw(out, req.name, req.flags);

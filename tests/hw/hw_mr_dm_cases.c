@@ -24,7 +24,8 @@ static uint32_t caps_of(rshare_device *dev)
 void case_caps(const struct hw_target *t)
 {
 	rshare_device *a = hw_open_dev(t->name), *c = hw_open_dev(STANDIN_OTHER), *bare;
-	uint32_t base = RSHARE_CAP_PD | RSHARE_CAP_NATIVE | RSHARE_CAP_MR;
+	/* Sharing MRs is what a shared buffer needs besides the core's memfd. */
+	uint32_t base = RSHARE_CAP_PD | RSHARE_CAP_NATIVE | RSHARE_CAP_MR | RSHARE_CAP_BUF;
 
 	/* The stand-in's libibverbs has MR (1.10) and DM (1.13) sharing; its
 	 * libmlx5 has VAR sharing only as rdma-core 63. A context rshare
@@ -173,6 +174,16 @@ void case_dm_share(const struct hw_target *t)
 	CHECK(rshare_last_errno() == EINVAL);
 	CHECK_MSG("multiples of 4");
 	CHECK_ST(rshare_dm_read(dm, 0, got, 6), RSHARE_E_INVAL);
+	{ /* Not mapped on hardware (yet): said, and the DM is unharmed. */
+		void *addr = got;
+		uint32_t caps = 0;
+
+		CHECK_OK(rshare_device_caps(a, &caps));
+		CHECK(!(caps & RSHARE_CAP_DM_MAP));
+		CHECK_ST(rshare_dm_map(dm, &addr), RSHARE_E_UNSUPPORTED);
+		CHECK(addr == got);
+		CHECK_OK(rshare_dm_unmap(dm)); /* nothing mapped: a no-op */
+	}
 	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
 
 	/* Another context of the table reads what a wrote, and back. */

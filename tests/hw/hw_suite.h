@@ -78,6 +78,10 @@ void case_mr_handle_reused(const struct hw_target *t);
 void case_dm_share(const struct hw_target *t);
 void case_dm_not_mlx5(const struct hw_target *t);
 
+/* hw_buf_cases.c: shared buffers (since 1.2) */
+void case_buf_share(const struct hw_target *t);
+void case_buf_with_ledger(const struct hw_target *t);
+
 /* hw_ledger_cases.c: table identity and the checking levels (issue 17).
  * hw_channel_dev: from's context received over a channel (with its
  * ledger), as another process would get it. */

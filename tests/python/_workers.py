@@ -178,3 +178,33 @@ def readme_worker(dev, blob, queue):
     except BaseException as exc:
         queue.put({"error": f"{type(exc).__name__}: {exc}"})
         raise
+
+
+def buffer_child(sock, first):
+    """Receive a device, a PD and a shared Buffer (blob + memory fd) over the
+    rshare channel, check the parent's numbers through a zero-copy numpy
+    view, write our own after them and report what we saw (JSON)."""
+    import numpy as np
+
+    dev, objs = rshare.recv_objects(sock)
+    pd, buf = objs["pd"][0], objs["buf"][0]
+    view = np.frombuffer(buf, dtype=np.uint64)
+    report = {
+        "same_address": view.ctypes.data == buf.ptr,
+        "dlpack_address": np.from_dlpack(buf).ctypes.data == buf.ptr,
+        "saw_parent": bool((view[:first] == np.arange(first, dtype=np.uint64)).all()),
+        "ptr": buf.ptr, "pid": os.getpid(),
+        "attrs": list(buf.attrs())[:4], "imported": buf.imported,
+    }
+    view[first:] = os.getpid()
+    try:
+        buf.unimport()
+        report["unimport_with_view"] = "allowed"
+    except BufferError:
+        report["unimport_with_view"] = "refused"
+    del view
+    buf.unimport()
+    pd.unimport()
+    dev.close()
+    sock.sendall(json.dumps(report).encode() + b"\n")
+    sock.close()

@@ -32,6 +32,7 @@ struct bench_env {
 struct bench_result {
 	double med, p99;
 	double floor_med, floor_p99;
+	uint64_t pinned, floor_pinned; /* bytes registered (pinned on hardware); 0: not measured */
 };
 
 struct bench_row {
@@ -76,7 +77,7 @@ int bench_fail(const char *what, int status, bool direct);
 /* --- runners --- */
 
 /* bench_ops.c: arg is a struct op_spec. */
-enum op_kind { OPK_PD, OPK_VAR, OPK_MR, OPK_DM };
+enum op_kind { OPK_PD, OPK_VAR, OPK_MR, OPK_DM, OPK_BUF };
 enum op_which { OP_ALLOC, OP_EXPORT, OP_IMPORT, OP_UNIMPORT, OP_FREE, OP_IMPORT_UNIMPORT };
 struct op_spec {
 	enum op_kind kind;
@@ -104,6 +105,11 @@ void bench_share_release(void);
 int bench_send_fd(int sock, int fd, const uint8_t *payload, size_t len);
 /* The peer side, when exec'd as `rshare-bench __peer MODE FD`. */
 int bench_share_peer(int argc, char **argv);
+
+/* bench_bufshare.c: one 64 MiB buffer shared with 8 forked workers against
+ * 8 private registrations of 64 MiB (the floor column), time and pinned
+ * bytes (no arg). */
+int bench_buf_share(const struct bench_env *env, const void *arg, struct bench_result *r);
 
 /* bench_broker.c: attach by name through a broker in another process
  * against the raw fd round trip to that process (no arg). */

@@ -25,6 +25,7 @@ struct section {
 static const struct section sections[] = {
 	{ "op", "operation (ns)", "ns", "floor" },
 	{ "share", "round trip (us)", "us", "raw fd" },
+	{ "memory", "shared buffer (us)", "us", "private" },
 };
 
 static const char usage[] =
@@ -107,6 +108,9 @@ static void print_json(const char *device, const struct bench_result *res, const
 			printf(",\"ratio\":%.3f", r->med / r->floor_med);
 		else
 			printf(",\"ratio\":null,\"difference\":%.2f", r->med - r->floor_med);
+		if (r->pinned)
+			printf(",\"pinned_bytes\":%" PRIu64 ",\"floor_pinned_bytes\":%" PRIu64,
+			       r->pinned, r->floor_pinned);
 		if (row->aim > 0 && ratio_meaningful(r)) {
 			printf(",\"aim\":%.2f,\"aim_met\":%s", row->aim,
 			       r->med / r->floor_med <= row->aim ? "true" : "false");
@@ -157,10 +161,15 @@ static void print_text(const char *device, const struct bench_result *res, const
 				printf("  %.2fx met", row->aim);
 			}
 		}
+		if (r->pinned)
+			printf("  pinned %" PRIu64 " MiB vs %" PRIu64 " MiB", r->pinned >> 20,
+			       r->floor_pinned >> 20);
 		putchar('\n');
 	}
 	printf("\nfloor: the provider's own calls (plus blob encode/validate for export and\n"
-	       "import); raw fd: sendmsg(SCM_RIGHTS) + recvmsg + close with the same payload.\n");
+	       "import); raw fd: sendmsg(SCM_RIGHTS) + recvmsg + close with the same payload;\n"
+	       "private: each process registering memory of its own instead (pinned: the\n"
+	       "bytes of the distinct registrations, what the MRs pin on hardware).\n");
 	if (!missed)
 		return;
 	printf("\nWhy the missed aims are missed:\n");

@@ -11,9 +11,14 @@
  * table, pins, copy-out).
  */
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "blob.h"
 #include "bench.h"
+#include "util/fdutil.h"
+#include "util/memfd.h"
 
 #define PD_BATCH 400
 #define PD_ROUNDS 25
@@ -24,6 +29,9 @@
 #define DM_BATCH 48 /* sim0's device memory holds 64 of the smallest */
 #define DM_ROUNDS 120
 #define DM_BYTES 64
+#define BUF_BATCH 48    /* each holds a memfd and a mapping, twice when imported */
+#define BUF_ROUNDS 60
+#define BUF_BYTES 4096
 #define MAX_BATCH PD_BATCH
 
 union info {
@@ -31,7 +39,23 @@ union info {
 	struct rs_var_info var;
 	struct rs_mr_info mr;
 	struct rs_dm_info dm;
+	struct fbuf {           /* a buffer made directly: the memfd and the MR */
+		struct rs_mr_info mr;
+		int fd;
+		void *addr;
+		uint64_t dev, ino;
+	} buf;
 };
+
+/* Every cycle's blobs: a buffer's import finds the memfd exported with
+ * blobs[i] in buf_fds[i] (slot_of(blob) is i). */
+static uint8_t blobs[MAX_BATCH][RSHARE_BLOB_MAX];
+static int buf_fds[MAX_BATCH];
+
+static int slot_of(const void *blob)
+{
+	return (int)(((const uint8_t *)blob - &blobs[0][0]) / RSHARE_BLOB_MAX);
+}
 
 /* One object kind, through the ABI and directly. */
 struct kind {
@@ -195,20 +219,26 @@ static int fmr_alloc(struct rs_ctx *ctx, union info *o)
 				&o->mr);
 }
 
+/* An MR's blob fields (an MR's blob, or a buffer's). */
+static void mr_fields(struct rs_blob *b, const struct rs_mr_info *mr)
+{
+	b->handle = mr->handle;
+	b->serial = mr->serial;
+	b->pd_handle = mr_fpd.handle;
+	b->pd_serial = mr_fpd.serial;
+	b->addr = mr->addr;
+	b->length = mr->length;
+	b->lkey = mr->lkey;
+	b->rkey = mr->rkey;
+	b->access = mr->access;
+}
+
 static int fmr_export(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len)
 {
 	struct rs_blob b;
 
 	rs_blob_init(&b, RSHARE_KIND_MR, ctx);
-	b.handle = o->mr.handle;
-	b.serial = o->mr.serial;
-	b.pd_handle = mr_fpd.handle;
-	b.pd_serial = mr_fpd.serial;
-	b.addr = o->mr.addr;
-	b.length = o->mr.length;
-	b.lkey = o->mr.lkey;
-	b.rkey = o->mr.rkey;
-	b.access = o->mr.access;
+	mr_fields(&b, &o->mr);
 	*len = rs_blob_encode(&b, blob);
 	return RSHARE_OK;
 }
@@ -286,6 +316,128 @@ static int fdm_free(struct rs_ctx *ctx, union info *o)
 	return ctx->ops->dm_free(ctx, &o->dm);
 }
 
+/* Shared buffers: on the MRs' PD; the floor makes, checks and maps the
+ * memfd with the library's own helpers (util/memfd.c) and calls the
+ * provider's MR operations, as buf.c does, without the handle table. */
+static int buf_alloc(rshare_device *dev, void **o)
+{
+	(void)dev;
+	return rshare_buf_alloc(mr_pd, BUF_BYTES, RSHARE_ACCESS_LOCAL_WRITE, (rshare_buf **)o);
+}
+
+static int buf_export(const void *o, void *b, size_t c, size_t *l)
+{
+	int s = rshare_buf_export(o, b, c, l);
+
+	return s ? s : rshare_buf_fd(o, &buf_fds[slot_of(b)]);
+}
+
+static int buf_import(rshare_device *d, const void *b, size_t l, void **o)
+{
+	(void)d;
+	return rshare_buf_import(mr_pd, b, l, buf_fds[slot_of(b)], (rshare_buf **)o);
+}
+
+static int buf_unimport(void *o) { return rshare_buf_unimport(o); }
+static int buf_free(void *o) { return rshare_buf_free(o); }
+
+/* The memory of a direct buffer: the memfd fd (taken), its identity, mapped. */
+static int fbuf_memory(struct fbuf *f, int fd)
+{
+	struct stat st;
+	int s;
+
+	f->fd = fd;
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return RSHARE_E_IO;
+	}
+	f->dev = (uint64_t)st.st_dev;
+	f->ino = (uint64_t)st.st_ino;
+	s = rs_memfd_map(fd, BUF_BYTES, &f->addr);
+	if (s)
+		close(fd);
+	return s;
+}
+
+static void fbuf_release(struct fbuf *f)
+{
+	munmap(f->addr, BUF_BYTES);
+	close(f->fd);
+}
+
+static int fbuf_alloc(struct rs_ctx *ctx, union info *o)
+{
+	int fd, s = rs_memfd_new(BUF_BYTES, &fd);
+
+	o->buf = (struct fbuf){ .mr = { 0 } };
+	if (!s)
+		s = fbuf_memory(&o->buf, fd);
+	if (s)
+		return s;
+	s = ctx->ops->mr_reg(ctx, &mr_fpd, o->buf.addr, BUF_BYTES, RSHARE_ACCESS_LOCAL_WRITE,
+			     &o->buf.mr);
+	if (s)
+		fbuf_release(&o->buf);
+	return s;
+}
+
+static int fbuf_export(struct rs_ctx *ctx, const union info *o, uint8_t *blob, size_t *len)
+{
+	struct rs_blob b;
+
+	rs_blob_init(&b, RSHARE_KIND_BUF, ctx);
+	mr_fields(&b, &o->buf.mr);
+	b.mem_dev = o->buf.dev;
+	b.mem_ino = o->buf.ino;
+	*len = rs_blob_encode(&b, blob);
+	buf_fds[slot_of(blob)] = o->buf.fd;
+	return RSHARE_OK;
+}
+
+static int fbuf_import(struct rs_ctx *ctx, const uint8_t *blob, size_t len, union info *o)
+{
+	int fd = buf_fds[slot_of(blob)], dup;
+	struct rs_blob b;
+	int s = rs_blob_decode(blob, len, &b);
+
+	if (!s)
+		s = rs_blob_check_target(&b, RSHARE_KIND_BUF, ctx);
+	if (!s)
+		s = rs_memfd_check(fd, b.length, b.mem_dev, b.mem_ino);
+	if (s)
+		return s;
+	dup = rs_dup_cloexec(fd);
+	if (dup < 0)
+		return RSHARE_E_IO;
+	s = fbuf_memory(&o->buf, dup);
+	if (s)
+		return s;
+	o->buf.mr = (struct rs_mr_info){ .handle = b.handle, .serial = b.serial,
+					 .pd_handle = b.pd_handle, .addr = b.addr,
+					 .length = b.length, .lkey = b.lkey, .rkey = b.rkey,
+					 .access = b.access };
+	s = ctx->ops->mr_import(ctx, &mr_fpd, &o->buf.mr);
+	if (s)
+		fbuf_release(&o->buf);
+	return s;
+}
+
+static void fbuf_unimport(struct rs_ctx *ctx, union info *o)
+{
+	ctx->ops->mr_unimport(ctx, &o->buf.mr);
+	fbuf_release(&o->buf);
+}
+
+static int fbuf_free(struct rs_ctx *ctx, union info *o)
+{
+	int s = ctx->ops->mr_dereg(ctx, &o->buf.mr);
+
+	if (!s)
+		fbuf_release(&o->buf);
+	return s;
+}
+
 static const struct kind kinds[] = {
 	[OPK_PD] = { "pd", PD_BATCH, PD_ROUNDS, pd_alloc, pd_export, pd_import, pd_unimport,
 		     pd_free, fpd_alloc, fpd_export, fpd_import, fpd_unimport, fpd_free },
@@ -297,6 +449,9 @@ static const struct kind kinds[] = {
 		     mr_setup, mr_teardown },
 	[OPK_DM] = { "dm", DM_BATCH, DM_ROUNDS, dm_alloc, dm_export, dm_import, dm_unimport,
 		     dm_free, fdm_alloc, fdm_export, fdm_import, fdm_unimport, fdm_free },
+	[OPK_BUF] = { "buf", BUF_BATCH, BUF_ROUNDS, buf_alloc, buf_export, buf_import,
+		      buf_unimport, buf_free, fbuf_alloc, fbuf_export, fbuf_import, fbuf_unimport,
+		      fbuf_free, mr_setup, mr_teardown },
 };
 
 /* Run stmt for i in [0, n), BENCH_GROUP calls per clock reading; the
@@ -311,7 +466,6 @@ static const struct kind kinds[] = {
 			series_add(&(series), t_, bench_now_ns(), BENCH_GROUP); \
 	}
 
-static uint8_t blobs[MAX_BATCH][RSHARE_BLOB_MAX];
 static size_t lens[MAX_BATCH];
 
 /* One life cycle of a batch through the ABI, timing op into ser. */

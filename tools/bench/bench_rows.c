@@ -25,6 +25,9 @@
 #define WHY_END "the slot's retire CAS and the device unpin (two locked operations); sim0's own unimport is a few plain stores"
 #define WHY_MR "the PD pinned while the MR counts itself in it (three locked operations), the slot from a per-thread cache, and the handle checks"
 #define WHY_MR_PAIR "import and unimport together: five locked operations (the PD pinned and counted in, then the retire and the count out); sim0 looks the object up without a lock"
+#define WHY_BUF "two handles, the buffer's and its MR's (each the MR's cost), around the memfd system calls both sides make"
+#define WHY_BUF_EXPORT "pin and unpin of the buffer's slot (two locked operations) and the copy-out, against a floor that is the blob's encoding alone"
+#define WHY_BUF_END "two retires, the buffer's and its MR's, around munmap and close"
 #define WHY_PAIR "import and unimport together: three locked operations on the handle table; sim0 looks the object up without a lock"
 
 const struct bench_row bench_rows[] = {
@@ -52,6 +55,11 @@ const struct bench_row bench_rows[] = {
 	{ "op", "dm unimport", OP(OPK_DM, OP_UNIMPORT), 0, WHY_END },
 	{ "op", "dm free", OP(OPK_DM, OP_FREE), LAYER_AIM, WHY_END },
 	{ "op", "dm import+unimport", OP(OPK_DM, OP_IMPORT_UNIMPORT), LAYER_AIM, WHY_PAIR },
+	{ "op", "buf alloc", OP(OPK_BUF, OP_ALLOC), LAYER_AIM, WHY_BUF },
+	{ "op", "buf export", OP(OPK_BUF, OP_EXPORT), LAYER_AIM, WHY_BUF_EXPORT },
+	{ "op", "buf import", OP(OPK_BUF, OP_IMPORT), LAYER_AIM, WHY_BUF },
+	{ "op", "buf unimport", OP(OPK_BUF, OP_UNIMPORT), LAYER_AIM, WHY_BUF_END },
+	{ "op", "buf free", OP(OPK_BUF, OP_FREE), LAYER_AIM, WHY_BUF_END },
 	{ "op", "sim lock+unlock", bench_sim_lock, NULL, 0,
 	  "floor: the robust process-shared glibc mutex sim0's table used before" },
 	{ "op", "sim churn, 100k live", bench_sim_live, &(const bool){ false }, LAYER_AIM,
@@ -65,6 +73,8 @@ const struct bench_row bench_rows[] = {
 	{ "share", "  + import each blob", SHARE(SHARE_IMPORT, 1000, false), 0, NULL },
 	{ "share", "first share, fresh peer", SHARE(SHARE_CHANNEL, 1, true), 0, NULL },
 	{ "share", "  + import the blob", SHARE(SHARE_IMPORT, 1, true), 0, NULL },
+	{ "memory", "64 MiB to 8 processes", bench_buf_share, NULL, 0,
+	  "private: each of the 8 maps, touches and registers 64 MiB of its own" },
 	{ "share", "attach by name (broker)", bench_broker, NULL, 2.0,
 	  "a connection accepted per attach (the broker's hop), its lookup and policy check, and the device import" },
 };

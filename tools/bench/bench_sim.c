@@ -30,7 +30,7 @@ static bool not_sim(const struct bench_env *env, struct bench_result *r)
 {
 	if (env->ctx->ops == &rs_sim_provider)
 		return false;
-	*r = (struct bench_result){ 0, 0, -1, -1 };
+	*r = (struct bench_result){ .floor_med = -1, .floor_p99 = -1 };
 	return true;
 }
 

@@ -12,7 +12,7 @@ out = subprocess.run([sys.argv[1], "--quick", "--json"], check=True,
 doc = json.loads(out)
 names = [r["name"] for r in doc["rows"]]
 for want in ("pd alloc", "pd import+unimport", "var free", "share 1000 blobs",
-             "first share, fresh peer"):
+             "first share, fresh peer", "buf import", "64 MiB to 8 processes"):
     assert want in names, f"row {want!r} missing from {names}"
 for r in doc["rows"]:
     assert r["unit"] in ("ns", "us"), r
@@ -21,4 +21,8 @@ for r in doc["rows"]:
     assert r["ratio"] is not None or "difference" in r, r
     if "aim" in r and not r["aim_met"]:
         assert r["why"], r
+# One buffer registered once against eight registrations of their own.
+share = next(r for r in doc["rows"] if r["name"] == "64 MiB to 8 processes")
+assert share["pinned_bytes"] == 64 << 20, share
+assert share["floor_pinned_bytes"] == 8 * (64 << 20), share
 print(f"bench_smoke: {len(names)} rows ok")

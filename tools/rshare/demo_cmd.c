@@ -54,8 +54,9 @@ struct slot {
 	uint32_t pd_handle;
 };
 
-/* "<pd> <text>\n<page> <text>\n<lkey> <rkey> <text>\n<text>\n" */
-#define PAYLOAD_MAX (4 * RSHARE_TEXT_MAX + 64)
+/* "<pd> <text>\n<page> <text>\n<lkey> <rkey> <text>\n<text>\n<text>\n" */
+#define PAYLOAD_MAX (5 * RSHARE_TEXT_MAX + 64)
+#define BUF_SLOT 64 /* each worker's line in the shared buffer */
 
 /* What the parent shares. */
 struct shared {
@@ -71,6 +72,9 @@ struct shared {
 	void *mr_mem;
 	uint32_t lkey, rkey;
 	rshare_dm *dm; /* NULL when the device has no device memory */
+	rshare_buf *buf; /* NULL when the device cannot share buffers */
+	char *buf_mem;
+	int buf_fd;
 	char payload[PAYLOAD_MAX];
 };
 
@@ -191,13 +195,39 @@ static int share_dm(rshare_device *dev, uint32_t caps, struct shared *sh, char *
 	return 0;
 }
 
+/* A shared buffer with a line for each worker to write (since 1.2): the
+ * memory itself travels as an extra fd of the channel message. */
+static int share_buf(uint32_t caps, struct shared *sh, int workers, char *buf_text)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	size_t len;
+	int s;
+
+	strcpy(buf_text, NO_OBJ);
+	sh->buf_fd = -1;
+	if (!(caps & RSHARE_CAP_BUF)) {
+		step("buffers cannot be shared here (the device lacks RSHARE_CAP_BUF)");
+		return 0;
+	}
+	if ((s = rshare_buf_alloc(sh->pd, (size_t)workers * BUF_SLOT, RSHARE_ACCESS_LOCAL_WRITE,
+				  &sh->buf)) ||
+	    (s = rshare_buf_ptr(sh->buf, (void **)&sh->buf_mem, NULL)) ||
+	    (s = rshare_buf_fd(sh->buf, &sh->buf_fd)) ||
+	    (s = rshare_buf_export(sh->buf, blob, sizeof(blob), &len)) ||
+	    (s = blob_text(blob, len, buf_text)))
+		return cli_fail("allocating and exporting a shared buffer", s);
+	step("allocated a %d-byte shared buffer (one MR, registered once), exported "
+	     "(%zu-byte blob + its memfd)", workers * BUF_SLOT, len);
+	return 0;
+}
+
 /* The payload: "<pd handle> <pd text>\n<var page id> <var text or ->\n
- * <lkey> <rkey> <mr text or ->\n<dm text or ->\n"; the worker checks what
- * it imports against the numbers. */
+ * <lkey> <rkey> <mr text or ->\n<dm text or ->\n<buffer text or ->\n"; the
+ * worker checks what it imports against the numbers. */
 static int share(rshare_device *dev, struct shared *sh, int workers)
 {
 	char pd_text[RSHARE_TEXT_MAX], var_text[RSHARE_TEXT_MAX], mr_text[RSHARE_TEXT_MAX],
-		dm_text[RSHARE_TEXT_MAX];
+		dm_text[RSHARE_TEXT_MAX], buf_text[RSHARE_TEXT_MAX];
 	uint32_t caps;
 	int s;
 
@@ -217,11 +247,12 @@ static int share(rshare_device *dev, struct shared *sh, int workers)
 	     sh->pd_len);
 	if ((s = share_var(dev, sh, workers, var_text)))
 		return s;
-	if ((s = share_mr(caps, sh, mr_text)) || (s = share_dm(dev, caps, sh, dm_text)))
+	if ((s = share_mr(caps, sh, mr_text)) || (s = share_dm(dev, caps, sh, dm_text)) ||
+	    (s = share_buf(caps, sh, workers, buf_text)))
 		return s;
 	snprintf(sh->payload, sizeof(sh->payload),
-		 "%" PRIu32 " %s\n%" PRIu32 " %s\n%" PRIu32 " %" PRIu32 " %s\n%s\n", sh->pd_handle,
-		 pd_text, sh->page_id, var_text, sh->lkey, sh->rkey, mr_text, dm_text);
+		 "%" PRIu32 " %s\n%" PRIu32 " %s\n%" PRIu32 " %" PRIu32 " %s\n%s\n%s\n", sh->pd_handle,
+		 pd_text, sh->page_id, var_text, sh->lkey, sh->rkey, mr_text, dm_text, buf_text);
 	return 0;
 }
 
@@ -265,13 +296,15 @@ static int run_workers(rshare_device *dev, struct shared *sh, int workers)
 			perror("rshare demo: starting a worker");
 			return 0;
 		}
-		s = rshare_channel_send(socks[i], dev, sh->payload, strlen(sh->payload) + 1);
+		s = rshare_channel_sendv(socks[i], dev, &sh->buf_fd, sh->buf ? 1 : 0, sh->payload,
+					 strlen(sh->payload) + 1);
 		if (s) {
 			cli_fail("sending to a worker", s);
 			return 0;
 		}
 	}
-	step("started %d workers, sent each the device fd and the blobs", workers);
+	step("started %d workers, sent each the device fd, the blobs%s", workers,
+	     sh->buf ? " and the buffer's memfd" : "");
 	for (int i = 0; i < workers; i++) {
 		char reply[256] = "";
 		uint32_t h = UINT32_MAX;
@@ -288,6 +321,18 @@ static int run_workers(rshare_device *dev, struct shared *sh, int workers)
 			printf("  worker %d (pid %d): %s\n", i, (int)pids[i], reply);
 		}
 		close(socks[i]);
+	}
+	if (sh->buf) {
+		int good = 1;
+
+		for (int i = 0; i < workers; i++) {
+			char want[BUF_SLOT];
+
+			snprintf(want, sizeof(want), "worker %d (pid %d) was here", i, (int)pids[i]);
+			good &= strncmp(sh->buf_mem + i * BUF_SLOT, want, BUF_SLOT) == 0;
+		}
+		step("%s: every worker's line is in the shared buffer", good ? "checked" : "FAILED");
+		ok &= good;
 	}
 	if (!sh->slots && !(sh->hw && sh->dm)) {
 		step("%s: every worker imported the PD with handle %" PRIu32,
@@ -320,7 +365,7 @@ static int run_demo_worker(int argc, char **argv);
 const struct cli_command cli_demo = {
 	.name = "demo",
 	.args = "[--device NAME] [--workers N]",
-	.summary = "share a PD, a VAR, an MR and device memory with N worker processes",
+	.summary = "share a PD, a VAR, an MR, device memory and a buffer with N worker processes",
 	.options = "  -d, --device=NAME   the device to open (default: the first, else sim0)\n"
 		   "  -w, --workers=N     worker processes, 1..64 (default: 4)\n",
 	.run = run_demo,
@@ -374,12 +419,14 @@ static int run_demo(int argc, char **argv)
 		return s;
 	ok = run_workers(dev, &sh, workers);
 
-	/* The MR first: a PD with MRs cannot be freed. */
-	if ((sh.mr && (s = rshare_mr_dereg(sh.mr))) || (sh.dm && (s = rshare_dm_free(sh.dm))) ||
+	/* The MR and the buffer first: a PD with MRs cannot be freed. */
+	if ((sh.buf && (s = rshare_buf_free(sh.buf))) ||
+	    (sh.mr && (s = rshare_mr_dereg(sh.mr))) || (sh.dm && (s = rshare_dm_free(sh.dm))) ||
 	    (sh.var && (s = rshare_var_free(sh.var))) || (s = rshare_pd_free(sh.pd)))
 		return cli_fail("freeing", s);
 	free(sh.mr_mem);
-	step("freed %s%s%sthe PD for every process", sh.mr ? "the MR, " : "",
+	step("freed %s%s%s%sthe PD for every process", sh.buf ? "the buffer, " : "",
+	     sh.mr ? "the MR, " : "",
 	     sh.dm ? "the device memory, " : "", sh.var ? "the VAR and " : "");
 	s = rshare_pd_import(dev, sh.pd_blob, sh.pd_len, &late);
 	if (s == RSHARE_E_NOT_FOUND) {
@@ -460,35 +507,61 @@ static int worker_dm(int id, rshare_device *dev, const char *text, uint32_t pd_h
 	return 0;
 }
 
+/* A worker imports the buffer with the memfd that came with the message
+ * and writes its line into the shared memory. */
+static int worker_buf(int id, rshare_pd *pd, const char *text, int fd, char *note, size_t cap)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_buf *buf;
+	size_t len, size;
+	void *mem;
+	int s;
+
+	if ((s = rshare_blob_from_text(text, blob, sizeof(blob), &len)) ||
+	    (s = rshare_buf_import(pd, blob, len, fd, &buf)) ||
+	    (s = rshare_buf_ptr(buf, &mem, &size)))
+		return cli_fail("worker: importing the shared buffer", s);
+	if ((size_t)(id + 1) * BUF_SLOT <= size)
+		snprintf((char *)mem + id * BUF_SLOT, BUF_SLOT, "worker %d (pid %d) was here", id,
+			 (int)getpid());
+	if ((s = rshare_buf_unimport(buf)))
+		return cli_fail("worker: releasing the shared buffer", s);
+	snprintf(note, cap, "wrote line %d of the shared buffer", id);
+	return 0;
+}
+
 /* One worker process of the demo. */
 static int run_demo_worker(int argc, char **argv)
 {
 	char payload[PAYLOAD_MAX], pd_text[RSHARE_TEXT_MAX + 1], var_text[RSHARE_TEXT_MAX + 1],
-		mr_text[RSHARE_TEXT_MAX + 1], dm_text[RSHARE_TEXT_MAX + 1], reply[300],
-		var_note[64] = "no VAR", mr_note[64] = "no MR", dm_note[64] = "no DM";
+		mr_text[RSHARE_TEXT_MAX + 1], dm_text[RSHARE_TEXT_MAX + 1],
+		buf_text[RSHARE_TEXT_MAX + 1], reply[400], var_note[64] = "no VAR",
+		mr_note[64] = "no MR", dm_note[64] = "no DM", buf_note[64] = "no buffer";
 	unsigned char blob[RSHARE_BLOB_MAX];
 	uint32_t want_pd, want_page, got_pd, got_page, want_lkey, want_rkey;
 	rshare_device *dev;
 	rshare_pd *pd;
 	rshare_var *var;
-	size_t len, blen;
+	size_t len, blen, nfds = 0;
 	uint64_t t0 = cli_now_ns();
-	int sock, id, s, provider = 0;
+	int sock, id, s, provider = 0, fd = -1;
 	bool hw;
 
 	if (argc != 3)
 		cli_usage_error(&cli_demo_worker, "expected SOCK ID");
 	sock = cli_int_arg(&cli_demo_worker, "SOCK", argv[1], 0, INT32_MAX);
 	id = cli_int_arg(&cli_demo_worker, "ID", argv[2], 0, MAX_WORKERS - 1);
-	if ((s = rshare_channel_recv(sock, &dev, payload, sizeof(payload) - 1, &len)))
+	if ((s = rshare_channel_recvv(sock, &dev, &fd, 1, &nfds, payload, sizeof(payload) - 1,
+				      &len)))
 		return cli_fail("worker: receiving", s);
 	payload[len] = '\0';
 	if ((s = rshare_device_provider(dev, &provider)))
 		return cli_fail("worker: asking the provider", s);
 	hw = provider == RSHARE_PROVIDER_HW; /* the VAR page is a doorbell */
-	if (sscanf(payload, "%" SCNu32 " %180s %" SCNu32 " %180s %" SCNu32 " %" SCNu32 " %180s %180s",
+	if (sscanf(payload,
+		   "%" SCNu32 " %180s %" SCNu32 " %180s %" SCNu32 " %" SCNu32 " %180s %180s %180s",
 		   &want_pd, pd_text, &want_page, var_text, &want_lkey, &want_rkey, mr_text,
-		   dm_text) != 8) {
+		   dm_text, buf_text) != 9 || (strcmp(buf_text, NO_OBJ) != 0) != (nfds == 1)) {
 		fprintf(stderr, "rshare worker %d: malformed payload\n", id);
 		return 1;
 	}
@@ -506,6 +579,12 @@ static int run_demo_worker(int argc, char **argv)
 	if (strcmp(dm_text, NO_OBJ) != 0 &&
 	    worker_dm(id, dev, dm_text, got_pd, hw, dm_note, sizeof(dm_note)))
 		return 1;
+	if (nfds == 1) {
+		s = worker_buf(id, pd, buf_text, fd, buf_note, sizeof(buf_note));
+		close(fd); /* the buffer held its own duplicate */
+		if (s)
+			return 1;
+	}
 	if (strcmp(var_text, NO_OBJ) != 0) {
 		volatile struct slot *slots;
 		void *page;
@@ -534,8 +613,8 @@ static int run_demo_worker(int argc, char **argv)
 	}
 	if ((s = rshare_pd_unimport(pd)) || (s = rshare_device_close(dev)))
 		return cli_fail("worker: releasing", s);
-	snprintf(reply, sizeof(reply), "imported PD %u and %s, %s, %s, unimported (%.3f ms)",
-		 got_pd, var_note, mr_note, dm_note, (double)(cli_now_ns() - t0) / 1e6);
+	snprintf(reply, sizeof(reply), "imported PD %u and %s, %s, %s, %s, unimported (%.3f ms)",
+		 got_pd, var_note, mr_note, dm_note, buf_note, (double)(cli_now_ns() - t0) / 1e6);
 	if (send(sock, reply, strlen(reply) + 1, MSG_NOSIGNAL) < 0)
 		return 1;
 	return 0;

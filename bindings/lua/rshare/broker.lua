@@ -47,7 +47,10 @@ local function ffi_backend(C)
     if st ~= 0 then return st end
     return st, ffi.string(path, size_cell[0])
   end
-  function R.broker_publish(ep, name, dev_h, bytes, persistent, uids, gids)
+  local FDS_MAX = C.RSHARE_CHANNEL_FDS_MAX
+  local fd_cells = ffi.new("int[?]", FDS_MAX + 1)
+  local nfds_cell = ffi.new("size_t[1]")
+  function R.broker_publish(ep, name, dev_h, bytes, persistent, uids, gids, fds)
     local o = ffi.new("rshare_publish_opts")
     o.size = ffi.sizeof(o)
     o.flags = persistent and C.RSHARE_PUBLISH_PERSISTENT or 0
@@ -56,21 +59,26 @@ local function ffi_backend(C)
     for i, v in ipairs(uids) do u[i - 1] = v end
     for i, v in ipairs(gids) do g[i - 1] = v end
     o.n_uids, o.uids, o.n_gids, o.gids = #uids, u, #gids, g
-    local st = C.rshare_broker_publish(ep, name, dev_h, bytes, #bytes, o,
-                                       ffi.cast("rshare_share **", h_cell))
+    local n = math.min(#fds, FDS_MAX + 1) -- more: the library refuses
+    for i = 1, n do fd_cells[i - 1] = fds[i] end
+    local st = C.rshare_broker_publishv(ep, name, dev_h, fd_cells, n, bytes, #bytes, o,
+                                        ffi.cast("rshare_share **", h_cell))
     return st, ffi.cast("uintptr_t", h_cell[0])
   end
   function R.broker_withdraw(h) return C.rshare_broker_withdraw(token(h)) end
   function R.broker_withdraw_name(ep, name) return C.rshare_broker_withdraw_name(ep, name) end
   -- An attach's status, and on success the device and the payload.
-  local function attached(st)
+  local function attached(st, with_fds)
     if st ~= 0 then return st end
-    return st, dev_cell[0], ffi.string(payload, size_cell[0])
+    local fds = {}
+    for i = 1, with_fds and tonumber(nfds_cell[0]) or 0 do fds[i] = fd_cells[i - 1] end
+    return st, dev_cell[0], ffi.string(payload, size_cell[0]), fds
   end
   function R.broker_attach(ep, name, ms)
     payload = payload or ffi.new("uint8_t[?]", C.RSHARE_PAYLOAD_MAX)
-    return attached(C.rshare_broker_attach(ep, name, ms, dev_cell, payload,
-                                           C.RSHARE_PAYLOAD_MAX, size_cell))
+    return attached(C.rshare_broker_attachv(ep, name, ms, dev_cell, fd_cells, FDS_MAX,
+                                            nfds_cell, payload, C.RSHARE_PAYLOAD_MAX,
+                                            size_cell), true)
   end
   local function json(fn, ep)
     local cap = 4096
@@ -245,8 +253,9 @@ function broker.extend(M)
     return v
   end
 
-  -- publish(name, dev[, opts]): opts.pd, opts.var, opts.mr, opts.dm (an
-  -- object or a list of each, exported in that order),
+  -- publish(name, dev[, opts]): opts.pd, opts.var, opts.mr, opts.dm,
+  -- opts.buf (an object or a list of each, exported in that order; a
+  -- buffer's memfd goes with it),
   -- opts.blobs (exported blobs), opts.persistent, opts.allow_uids,
   -- opts.allow_gids, opts.endpoint. The share lives until share:withdraw()
   -- (or the share is collected), or, persistent, until withdrawn by name.
@@ -257,13 +266,14 @@ function broker.extend(M)
     end
     opts = opts or {}
     util.check_type(opts, "table", "publish", 3)
-    local parts = {}
+    local parts, fds = {}, {}
     local k = 1
     while M.kind_name(k) do -- every kind: opts.pd, opts.var, opts.mr, opts.dm, ...
       for _, obj in ipairs(as_list(opts[M.kind_name(k)])) do
         local blob, msg, code = obj:export()
         if not blob then return nil, msg, code end
         parts[#parts + 1] = blob
+        if M.kind_name(k) == "buf" then fds[#fds + 1] = obj:fd() end
       end
       k = k + 1
     end
@@ -272,7 +282,7 @@ function broker.extend(M)
     local st, h = R.broker_publish(opt_string(opts.endpoint, "publish", 3), name, dev.h, payload,
                                    opts.persistent and true or false,
                                    ids(opts.allow_uids, "publish", "allow_uids"),
-                                   ids(opts.allow_gids, "publish", "allow_gids"))
+                                   ids(opts.allow_gids, "publish", "allow_gids"), fds)
     if st ~= 0 then return fail(st) end
     local persistent = opts.persistent and true or false
     return on_collect({ h = h, name = name, persistent = persistent, payload = payload, dev = dev },
@@ -310,30 +320,39 @@ function broker.extend(M)
     local endpoint = opt_string(opts.endpoint, "attach", 2)
     local left = opts.timeout and math.floor(opts.timeout * 1000 + 0.5) or nil
     if left and left < 0 then error("rshare.attach: timeout must be nil or >= 0", 2) end
-    local st, h, payload
+    local st, h, payload, fds
     repeat
       local slice = left == nil and SLICE_MS or math.min(left, SLICE_MS)
-      st, h, payload = R.broker_attach(endpoint, name, slice)
+      st, h, payload, fds = R.broker_attach(endpoint, name, slice)
+      fds = fds or {}
       if left then left = left - slice end
     until st ~= R.NOT_FOUND or (left and left <= 0)
     if st ~= 0 then return fail(st) end
-    return make_attached(name, h, payload, opts)
+    return make_attached(name, h, payload, opts, fds)
   end
 
   -- The Attached for a device handle h and payload: objects imported
-  -- unless opts.import is false.
-  function make_attached(name, h, payload, opts)
+  -- unless opts.import is false; fds: a share's buffers' memory (closed here).
+  function make_attached(name, h, payload, opts, fds)
+    fds = fds or {}
     local dev = M._adopt_device(h)
     local a = setmetatable({ name = name, device = dev, payload = payload,
                              blobs = M.split_blobs(payload), objects = {} }, Attached)
+    local by_kind, order, code = {}, {}, nil
     if opts.import ~= false and a.blobs then
-      local by_kind, order, code = M.import_blobs(dev, a.blobs)
-      if not by_kind then a:close(); return nil, order, code end
+      local queue = {}
+      for i, fd in ipairs(fds) do queue[i] = fd end
+      by_kind, order, code = M.import_blobs(dev, a.blobs, queue)
+    end
+    for _, fd in ipairs(fds) do M.close_fd(fd) end -- a buffer maps its own duplicate
+    if not by_kind then a:close(); return nil, order, code end
+    if opts.import ~= false and a.blobs then
       a.objects = order
       for kind, list in pairs(by_kind) do a[kind .. "s"] = list end
     end
     a.pds, a.vars, a.mrs, a.dms = a.pds or {}, a.vars or {}, a.mrs or {}, a.dms or {}
-    a.pd, a.var = a.pds[1], a.vars[1]
+    a.bufs = a.bufs or {}
+    a.pd, a.var, a.buf = a.pds[1], a.vars[1], a.bufs[1]
     return a
   end
 

@@ -52,6 +52,9 @@ local pd_cell = ffi.new("rshare_pd *[1]")
 local var_cell = ffi.new("rshare_var *[1]")
 local mr_cell = ffi.new("rshare_mr *[1]")
 local dm_cell = ffi.new("rshare_dm *[1]")
+local buf_cell = ffi.new("rshare_buf *[1]")
+local FDS_MAX = C.RSHARE_CHANNEL_FDS_MAX
+local fds_cells = ffi.new("int[?]", FDS_MAX + 1)
 local int_cell = ffi.new("int[1]")
 local u32_cells = ffi.new("uint32_t[3]")
 local u64_cell = ffi.new("uint64_t[1]")
@@ -96,6 +99,7 @@ local B = {
   var_unmap = C.rshare_var_unmap, last_errno = C.rshare_last_errno,
   mr_unimport = C.rshare_mr_unimport, mr_dereg = C.rshare_mr_dereg,
   dm_unimport = C.rshare_dm_unimport, dm_free = C.rshare_dm_free,
+  buf_unimport = C.rshare_buf_unimport, buf_free = C.rshare_buf_free,
   version_number = C.rshare_version_number,
 }
 
@@ -257,6 +261,55 @@ function B.channel_recv(fd)
   local st = C.rshare_channel_recv(fd, dev_cell, payload_buf, PAYLOAD_MAX, size_cell)
   if st ~= OK then return st end
   return st, dev_cell[0], ffi.string(payload_buf, size_cell[0])
+end
+
+-- Shared buffers (since 1.2). buf_ptr hands LuaJIT the mapping itself: a
+-- uint8_t * cdata (zero-copy), valid until the buffer is released.
+function B.buf_alloc(pd, n, access)
+  return cell_out(C.rshare_buf_alloc(pd, n, access, buf_cell), buf_cell)
+end
+function B.buf_import(pd, b, fd)
+  return cell_out(C.rshare_buf_import(pd, b, #b, fd, buf_cell), buf_cell)
+end
+function B.buf_export(h)
+  return bytes_out(C.rshare_buf_export(h, blob_buf, BLOB_MAX, size_cell), blob_buf)
+end
+function B.buf_fd(h) return cell_out(C.rshare_buf_fd(h, int_cell), int_cell) end
+function B.buf_mr(h) return cell_out(C.rshare_buf_mr(h, mr_cell), mr_cell) end
+
+function B.buf_ptr(h)
+  local st = C.rshare_buf_ptr(h, addr_cell, size_cell)
+  return st, ffi.cast("uint8_t *", addr_cell[0]), tonumber(size_cell[0])
+end
+
+-- objects.lua checked the range against buf_ptr's length.
+function B.buf_read(h, off, n)
+  local st, p = B.buf_ptr(h)
+  if st ~= OK then return st end
+  return st, ffi.string(p + off, n)
+end
+
+function B.buf_write(h, off, bytes)
+  local st, p = B.buf_ptr(h)
+  if st == OK then ffi.copy(p + off, bytes, #bytes) end
+  return st
+end
+
+function B.channel_sendv(fd, dev, fds, payload)
+  local n = math.min(#fds, FDS_MAX + 1) -- more: the library refuses
+  for i = 1, n do fds_cells[i - 1] = fds[i] end
+  return C.rshare_channel_sendv(fd, dev, fds_cells, n, payload, #payload)
+end
+
+function B.channel_recvv(fd)
+  payload_buf = payload_buf or ffi.new("uint8_t[?]", PAYLOAD_MAX)
+  local nfds = ffi.new("size_t[1]")
+  local st = C.rshare_channel_recvv(fd, dev_cell, fds_cells, FDS_MAX, nfds, payload_buf,
+                                    PAYLOAD_MAX, size_cell)
+  if st ~= OK then return st end
+  local fds = {}
+  for i = 1, tonumber(nfds[0]) do fds[i] = fds_cells[i - 1] end
+  return st, dev_cell[0], fds, ffi.string(payload_buf, size_cell[0])
 end
 
 -- Finalizers go on the handle cdata (ffi.gc); LuaJIT ignores __gc on

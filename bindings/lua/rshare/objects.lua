@@ -35,6 +35,11 @@
 --   dm_read(h, off, n) -> st, bytes  dm_write(h, off, bytes) dm_handle(h)
 --   dm_native(h) dm_unimport(h) dm_free(h) blob_field(bytes, field)
 --   (the *_native calls give the address as a number)
+--   since 1.2: buf_alloc(pd_h, n, access) buf_import(pd_h, bytes, fd)
+--   buf_export(h) buf_fd(h) buf_mr(h) -> st, mr_h  buf_ptr(h) -> st, ptr, len
+--   buf_read(h, off, n) -> st, bytes  buf_write(h, off, bytes)   (in bounds)
+--   buf_unimport(h) buf_free(h)  channel_sendv(fd, dev_h, fds, payload)
+--   channel_recvv(fd) -> st, dev_h, fds, payload
 -- and these return plain Lua values: version() version_number() last_error()
 -- last_errno() status_name(st) strerror(st). Besides the C calls, only what
 -- differs:
@@ -118,6 +123,7 @@ function objects.build(B)
     return c
   end
   local Device, Pd, Var, Mr, Dm = class(), class(), class(), class(), class()
+  local Buf = class()
 
   ----------------------------------------------------------------------
   -- Finalizers
@@ -176,6 +182,22 @@ function objects.build(B)
     if pending_count > 0 then close_pending() end
   end
 
+  -- What lives in a PD (an MR, a buffer): its finalizer also retries the
+  -- PDs found busy.
+  local function in_pd_finalizer(unimport)
+    return function(h)
+      unimport(h)
+      for key, pd in pairs(pending_pd) do
+        if pd_unimport(pd) ~= E_BUSY then
+          pending_pd[key] = nil
+          pending_pd_count = pending_pd_count - 1
+        end
+      end
+      if pending_count > 0 then close_pending() end
+    end
+  end
+  local finalize_buf = in_pd_finalizer(B.buf_unimport)
+
   local function finalize_mr(h)
     B.mr_unimport(h)
     for key, pd in pairs(pending_pd) do
@@ -224,6 +246,11 @@ function objects.build(B)
 
   local function new_dm(h, dev)
     return new_object(Dm, finalize_dm, { h = h, dev = dev, live = true })
+  end
+
+  -- A shared buffer lives in its PD (pd), as an MR does.
+  local function new_buf(h, pd)
+    return new_object(Buf, finalize_buf, { h = h, pd = pd, live = true })
   end
 
   -- mapgen counts the ways the page went away; maps remember the count.
@@ -296,7 +323,8 @@ function objects.build(B)
 
   -- Since 1.1.
   local MAX_EXACT = 2^53 - 1 -- lengths and offsets: whole numbers a double holds exactly
-  local CAPS = { "pd", "var", "mr", "dm", "native", "ledger" } -- the RSHARE_CAP_* bits, in order
+  -- The RSHARE_CAP_* bits, in order .
+  local CAPS = { "pd", "var", "mr", "dm", "native", "ledger", "buf", "dm_map" }
 
   -- The device's capabilities as a set: caps.pd, caps.var, caps.mr, caps.dm,
   -- caps.native are true or false; caps.mask is the bit mask.
@@ -305,7 +333,7 @@ function objects.build(B)
     if st ~= OK then return fail(st) end
     local caps, bit = { mask = mask }, 1
     for _, name in ipairs(CAPS) do
-      caps[name] = mask % (2 * bit) >= bit
+      if name then caps[name] = mask % (2 * bit) >= bit end
       bit = bit * 2
     end
     return caps
@@ -373,6 +401,25 @@ function objects.build(B)
     local bytes, msg, code = blob_arg(blob, "import_mr")
     if not bytes then return nil, msg, code end
     return adopt(new_mr, self, B.mr_import(self.h, bytes))
+  end
+
+  -- A shared buffer of length zeroed bytes (since 1.2): memory in a sealed
+  -- memfd that every process sharing it maps, registered once as an MR
+  -- with access (default LOCAL_WRITE). Send it with rshare.send(fd, dev,
+  -- blobs, { buf:fd() }); while it lives this PD cannot be released.
+  function Pd:alloc_buffer(length, access)
+    util.check_int(length, "alloc_buffer", 1, 1, MAX_EXACT)
+    if access ~= nil then util.check_int(access, "alloc_buffer", 2, 0, 2^32 - 1) end
+    return adopt(new_buf, self, B.buf_alloc(self.h, length, access or M.ACCESS_LOCAL_WRITE))
+  end
+
+  -- Import a buffer from its blob and its memory fd (checked to be that
+  -- buffer's memfd; the caller keeps and closes its fd).
+  function Pd:import_buffer(blob, fd)
+    local bytes, msg, code = blob_arg(blob, "import_buffer")
+    if not bytes then return nil, msg, code end
+    util.check_int(fd, "import_buffer", 2)
+    return adopt(new_buf, self, B.buf_import(self.h, bytes, fd))
   end
 
   function Var:export() return value(var_export(self.h)) end
@@ -464,6 +511,67 @@ function objects.build(B)
     return true
   end
 
+  ----------------------------------------------------------------------
+  -- Shared buffers (since 1.2)
+  ----------------------------------------------------------------------
+
+  function Buf:export() return value(B.buf_export(self.h)) end
+  function Buf:fd() return value(B.buf_fd(self.h)) end -- borrowed: the buffer closes it
+  function Buf:device() return self.pd.dev end
+  function Buf:unimport() return release(self, B.buf_unimport) end
+  function Buf:free() return release(self, B.buf_free) end
+
+  function Buf:length()
+    local st, _, length = B.buf_ptr(self.h)
+    return value(st, length)
+  end
+
+  -- The MR's { addr, length, lkey, rkey, access }: addr is the allocator's
+  -- (what work requests use), the keys every process shares.
+  function Buf:attrs()
+    local st, mr = B.buf_mr(self.h)
+    if st ~= OK then return fail(st) end
+    return Mr.attrs({ h = mr })
+  end
+
+  function Buf:handle()
+    local st, mr = B.buf_mr(self.h)
+    if st ~= OK then return fail(st) end
+    return value(B.mr_handle(mr))
+  end
+
+  -- This process's mapping: under LuaJIT a uint8_t * cdata and the length
+  -- (zero-copy; valid until unimport/free); under Lua 5.4 a light userdata
+  -- Lua cannot dereference (use read/write).
+  function Buf:ptr()
+    local st, ptr, length = B.buf_ptr(self.h)
+    if st ~= OK then return fail(st) end
+    return ptr, length
+  end
+
+  local function buf_range(self, off, n)
+    local st, _, length = B.buf_ptr(self.h)
+    if st ~= OK then return fail(st) end
+    if not util.is_count(off) or off > length or not util.is_count(n) or n > length - off then
+      return nil, "rshare buffer: access out of range", "RSHARE_E_INVAL"
+    end
+    return true
+  end
+
+  -- Bounds-checked copies out of and into the memory.
+  function Buf:read(off, n)
+    local ok, msg, code = buf_range(self, off, n)
+    if not ok then return nil, msg, code end
+    return value(B.buf_read(self.h, off, n))
+  end
+
+  function Buf:write(off, bytes)
+    util.check_type(bytes, "string", "buf:write", 2)
+    local ok, msg, code = buf_range(self, off, #bytes)
+    if not ok then return nil, msg, code end
+    return done(B.buf_write(self.h, off, bytes))
+  end
+
   function Dm:export() return value(B.dm_export(self.h)) end
   function Dm:handle() return value(B.dm_handle(self.h)) end
   function Dm:length() return value(B.dm_length(self.h)) end
@@ -545,6 +653,13 @@ function objects.build(B)
     local st, length = B.dm_length(self.h)
     return ("rshare.DM(%s)"):format(
       fields(st, { "length", "device" }, length, device_label(self.dev)))
+  end
+
+  function Buf:__tostring()
+    if not self.live then return "rshare.Buffer(<released>)" end
+    local st, _, length = B.buf_ptr(self.h)
+    return ("rshare.Buffer(%s)"):format(
+      fields(st, { "length", "device" }, length, device_label(self.pd.dev)))
   end
 
   ----------------------------------------------------------------------
@@ -743,8 +858,9 @@ function objects.build(B)
   -- PD (pd_handle: an MR) into the PD imported here with that handle (none:
   -- skipped), every other into dev. Returns a table from kind name to the
   -- objects imported, in blob order, and the list of all in import order;
-  -- on failure nil, msg, code, with what was imported unimported.
-  function M.import_blobs(dev, blobs)
+  -- on failure nil, msg, code, with what was imported unimported. A buffer
+  -- takes the next of fds (its memory, received with the blobs).
+  function M.import_blobs(dev, blobs, fds)
     local by_kind, order, pds = {}, {}, {}
     local function undo(...)
       for i = #order, 1, -1 do order[i]:unimport() end
@@ -761,7 +877,14 @@ function objects.build(B)
           if st == OK then owner = pds[B.u64_number(pd_handle)] end
           if owner then
             local obj
-            obj, msg, code = owner["import_" .. kind](owner, blob)
+            if kind == "buf" then
+              local fd = fds and table.remove(fds, 1)
+              if not fd then return undo(nil, "rshare: a buffer blob without its fd",
+                                         "RSHARE_E_INVAL") end
+              obj, msg, code = owner:import_buffer(blob, fd)
+            else
+              obj, msg, code = owner["import_" .. kind](owner, blob)
+            end
             if not obj then return undo(nil, msg, code) end
             order[#order + 1] = obj
             by_kind[kind] = by_kind[kind] or {}
@@ -784,12 +907,26 @@ function objects.build(B)
     return value(B.blob_from_text(text))
   end
 
-  function M.send(fd, dev, payload)
+  -- fds (since 1.2): a table of up to 8 more fds to pass (e.g. buf:fd()).
+  function M.send(fd, dev, payload, fds)
     util.check_int(fd, "send", 1)
     if getmetatable(dev) ~= Device then error("rshare.send: bad argument #2 (device expected)", 2) end
     payload = payload or ""
     util.check_type(payload, "string", "send", 3)
+    if fds ~= nil then
+      util.check_type(fds, "table", "send", 4)
+      return done(B.channel_sendv(fd, dev.h, fds, payload))
+    end
     return done(B.channel_send(fd, dev.h, payload))
+  end
+
+  -- Returns the received device, the payload string and the table of
+  -- extra fds (the caller's to close with rshare.close_fd). Since 1.2.
+  function M.recv_fds(fd)
+    util.check_int(fd, "recv_fds", 1)
+    local st, h, fds, payload = B.channel_recvv(fd)
+    if st ~= OK then return fail(st) end
+    return new_device(h), payload, fds
   end
 
   -- Returns the received device and the payload string.

@@ -30,6 +30,16 @@ function B.page_write(h, _, off, bytes)
   return core.var_write(h, math.tointeger(off), bytes)
 end
 
+-- Shared buffers (since 1.2): read and written through rshare.core's
+-- bounds-checked buf_read/buf_write; buf_ptr's address is a light userdata.
+function B.buf_read(h, off, n)
+  return core.buf_read(h, math.tointeger(off), math.tointeger(n))
+end
+
+function B.buf_write(h, off, bytes)
+  return core.buf_write(h, math.tointeger(off), bytes)
+end
+
 -- Lua 5.4 finalizes the object tables: __gc runs obj.finalizer(obj.h) once,
 -- unless untrack() came first. A PD or VAR holds its device in obj.dev.
 function B.track(obj, finalize) obj.finalizer = finalize end

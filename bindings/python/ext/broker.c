@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "rshare/rshare.h"
 
 #define SLICE_MS 100
@@ -118,14 +120,32 @@ static PyObject *broker_publish(PyObject *self, PyObject *args)
 	const char *endpoint, *name;
 	PyObject *dev, *uid_seq, *gid_seq;
 	rshare_share *share = NULL;
+	PyObject *fd_seq = NULL;
+	int fds[RSHARE_CHANNEL_FDS_MAX + 1];
 	Py_buffer payload;
+	Py_ssize_t nfds = 0;
 	void *h;
 	int persistent, st;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "zsOy*pOO:broker_publish", &endpoint, &name, &dev, &payload,
-			      &persistent, &uid_seq, &gid_seq))
+	if (!PyArg_ParseTuple(args, "zsOy*pOO|O:broker_publish", &endpoint, &name, &dev, &payload,
+			      &persistent, &uid_seq, &gid_seq, &fd_seq))
 		return NULL;
+	if (fd_seq) { /* a sequence of fds (buffers' memory); since 1.2 */
+		PyObject *seq = PySequence_Fast(fd_seq, "fds must be a sequence");
+
+		nfds = seq ? PySequence_Fast_GET_SIZE(seq) : -1;
+		if (nfds > RSHARE_CHANNEL_FDS_MAX + 1)
+			nfds = RSHARE_CHANNEL_FDS_MAX + 1; /* the library refuses: too many */
+		for (Py_ssize_t i = 0; i < nfds; i++)
+			if ((fds[i] = PyObject_AsFileDescriptor(PySequence_Fast_GET_ITEM(seq, i))) < 0)
+				nfds = -1;
+		Py_XDECREF(seq);
+		if (nfds < 0) {
+			PyBuffer_Release(&payload);
+			return NULL;
+		}
+	}
 	if (!rs_py_handle_of(dev, &h)) {
 		PyBuffer_Release(&payload);
 		PyErr_Format(PyExc_TypeError, "publish() expects a Device, not %s",
@@ -139,7 +159,8 @@ static PyObject *broker_publish(PyObject *self, PyObject *args)
 	}
 	o.flags = persistent ? RSHARE_PUBLISH_PERSISTENT : 0;
 	Py_BEGIN_ALLOW_THREADS
-	st = rshare_broker_publish(endpoint, name, h, payload.buf, (size_t)payload.len, &o, &share);
+	st = rshare_broker_publishv(endpoint, name, h, fds, (size_t)nfds, payload.buf,
+				    (size_t)payload.len, &o, &share);
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(&payload);
 	return st ? rs_py_raise(st) : PyLong_FromVoidPtr(share);
@@ -177,14 +198,16 @@ static PyObject *broker_withdraw_name(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* (Device, payload); timeout in seconds, None: no limit, 0: no wait. */
+/* (Device, payload, [fds]); timeout in seconds, None: no limit, 0: no
+ * wait. The fds (a share's buffers' memory, since 1.2) are the caller's. */
 static PyObject *broker_attach(PyObject *self, PyObject *args)
 {
 	const char *endpoint, *name;
-	PyObject *timeout, *dev, *res;
+	PyObject *timeout, *dev, *res, *fdl;
 	rshare_device *h = NULL;
 	double deadline = -1;
-	size_t len = 0;
+	int fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t len = 0, nfds = 0;
 	char *buf;
 	int st;
 
@@ -212,7 +235,8 @@ static PyObject *broker_attach(PyObject *self, PyObject *args)
 			ms = left <= 0 ? 0 : left * 1000 < SLICE_MS ? (int)(left * 1000) + 1 : SLICE_MS;
 		}
 		Py_BEGIN_ALLOW_THREADS
-		st = rshare_broker_attach(endpoint, name, ms, &h, buf, RSHARE_PAYLOAD_MAX, &len);
+		st = rshare_broker_attachv(endpoint, name, ms, &h, fds, RSHARE_CHANNEL_FDS_MAX, &nfds,
+					   buf, RSHARE_PAYLOAD_MAX, &len);
 		Py_END_ALLOW_THREADS
 		if (st != RSHARE_E_NOT_FOUND || (deadline >= 0 && now() >= deadline))
 			break;
@@ -225,8 +249,22 @@ static PyObject *broker_attach(PyObject *self, PyObject *args)
 		free(buf);
 		return rs_py_raise(st);
 	}
+	fdl = PyList_New((Py_ssize_t)nfds);
+	for (size_t i = 0; i < nfds; i++) {
+		PyObject *v = fdl ? PyLong_FromLong(fds[i]) : NULL;
+
+		if (v)
+			PyList_SET_ITEM(fdl, (Py_ssize_t)i, v);
+		else
+			close(fds[i]);
+	}
 	dev = rs_py_wrap_device(h);
-	res = dev ? Py_BuildValue("(Ny#)", dev, buf, (Py_ssize_t)len) : NULL;
+	res = dev && fdl && !PyErr_Occurred() ? Py_BuildValue("(Ny#N)", dev, buf, (Py_ssize_t)len, fdl)
+					       : NULL;
+	if (!res) {
+		Py_XDECREF(dev);
+		Py_XDECREF(fdl);
+	}
 	free(buf);
 	return res;
 }

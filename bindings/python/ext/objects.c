@@ -35,18 +35,6 @@
 
 #include "rshare/rshare.h"
 
-struct rs_py_obj {
-	PyObject_HEAD
-	void *h;                          /* the C handle (a checked token) */
-	PyObject *dev;                    /* the owner: the Device (an MR: its PD); NULL in a Device */
-	PyObject *mapping;                /* what map() made (e.g. (memoryview, mmap)) */
-	PyObject *weakrefs;
-	struct rs_py_obj *prev, *next;    /* every object alive, for fork_release() */
-	unsigned epoch;                   /* the fork epoch it was made in */
-	unsigned char kind;               /* index into kinds[]: 0 device, else rshare_kind */
-	bool imported;                    /* from import_*(), not allocated here */
-	bool live;                        /* this process still holds the handle */
-};
 
 /* ---- the per-kind C calls ---------------------------------------------- */
 struct kind_ops {
@@ -107,8 +95,13 @@ static int dm_import(void *dev, const void *blob, size_t len, void **out)
 static int dm_unimport(void *h) { return rshare_dm_unimport(h); }
 static int dm_free(void *h) { return rshare_dm_free(h); }
 
+/* A buffer is imported with its fd: rshare/_objects.py calls buf_import and
+ * _wrap; this table only releases it. */
+static int buf_unimport(void *h) { return rshare_buf_unimport(h); }
+static int buf_free(void *h) { return rshare_buf_free(h); }
+
 #define KIND_DEVICE 0
-#define KINDS 5 /* device, then enum rshare_kind: PD, VAR, MR, DM */
+#define KINDS 6 /* device, then enum rshare_kind: PD, VAR, MR, DM, BUF */
 
 static struct kind_ops kinds[KINDS] = {
 	[KIND_DEVICE] = { -1, NULL, device_close_raw, NULL, NULL },
@@ -116,6 +109,7 @@ static struct kind_ops kinds[KINDS] = {
 	[RSHARE_KIND_VAR] = { KIND_DEVICE, var_import, var_unimport, var_free, NULL },
 	[RSHARE_KIND_MR] = { RSHARE_KIND_PD, mr_import, mr_unimport, mr_dereg, NULL },
 	[RSHARE_KIND_DM] = { KIND_DEVICE, dm_import, dm_unimport, dm_free, NULL },
+	[RSHARE_KIND_BUF] = { RSHARE_KIND_PD, NULL, buf_unimport, buf_free, NULL },
 };
 
 /* "device", or the library's name of the kind ("pd", ...). */
@@ -219,7 +213,8 @@ static void fork_release(struct rs_py_obj *dev)
 		for (struct rs_py_obj *o = all_objects.next; o != &all_objects; o = o->next) {
 			bool nested = o->dev && o->dev != (PyObject *)dev;
 
-			if (device_of(o) != (PyObject *)dev || !o->live ||
+			/* Memory with live views stays mapped (the device stays busy). */
+			if (device_of(o) != (PyObject *)dev || !o->live || o->exports ||
 			    o->epoch == fork_epoch || nested != (pass == 0))
 				continue;
 			kinds[o->kind].unimport(o->h);
@@ -326,6 +321,9 @@ static PyObject *generic_import(PyObject *self, PyObject *const *args, Py_ssize_
 	if (kind == KIND_DEVICE || !owner_fits(self, kind))
 		return PyErr_Format(PyExc_TypeError, "%s objects are not imported into %.100s",
 				    kind_name(kind), Py_TYPE(self)->tp_name);
+	if (!kinds[kind].import) /* a buffer: its blob and its memory fd */
+		return PyErr_Format(PyExc_TypeError, "%s objects are imported with their fd "
+				    "(PD.import_buffer(blob, fd))", kind_name(kind));
 	return import_into(self, args[1], kind);
 }
 
@@ -424,12 +422,26 @@ static PyObject *no_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 /* ---- Object: PD, Var, ... ------------------------------------------------ */
+/* Refuse to release memory that views still reach (BufferError, as
+ * mmap.close() does): never a view onto unmapped memory. */
+static int check_no_views(const struct rs_py_obj *o)
+{
+	if (!o->exports)
+		return 0;
+	PyErr_Format(PyExc_BufferError,
+		     "%zd view(s) of this %s's memory are alive (memoryview, numpy array, "
+		     "DLPack tensor): release them first", o->exports, kind_name(o->kind));
+	return -1;
+}
+
 static PyObject *object_unimport(PyObject *self, PyObject *unused)
 {
 	struct rs_py_obj *o = (struct rs_py_obj *)self;
 	int status;
 
 	(void)unused;
+	if (check_no_views(o) < 0)
+		return NULL;
 	if (o->mapping && drop_mapping(o, false) < 0)
 		return NULL;
 	status = kinds[o->kind].unimport(o->h);
@@ -445,6 +457,8 @@ static PyObject *object_free(PyObject *self, PyObject *unused)
 	int status;
 
 	(void)unused;
+	if (check_no_views(o) < 0)
+		return NULL;
 	if (o->mapping && drop_mapping(o, false) < 0)
 		return NULL;
 	status = kinds[o->kind].free(o->h);
@@ -769,7 +783,8 @@ int rs_py_objects_init(PyObject *module)
 		Py_DECREF(&context_type);
 		return -1;
 	}
-	if (PyModule_AddIntConstant(module, "KIND_DEVICE", KIND_DEVICE) < 0)
+	if (PyModule_AddIntConstant(module, "KIND_DEVICE", KIND_DEVICE) < 0 ||
+	    rs_py_memory_init(module, &object_type) < 0)
 		return -1;
 	if (!atfork_registered) {
 		errno = pthread_atfork(NULL, NULL, after_fork_in_child);

@@ -3,6 +3,7 @@
  * The hand-written C parts of the compiled module rshare._rshare, beside
  * what SWIG generates from rshare.i:
  *   errors.c   the exception classes a negative status raises;
+ *   memory.c   the base type of Buffer and Var: buffer protocol, DLPack;
  *   objects.c  the C base types of Device, PD and Var (handle, owner,
  *              finalization in tp_dealloc, the import fast path, what a
  *              forked child owns);
@@ -20,7 +21,25 @@
 #endif
 #include <Python.h>
 
+#include <stdbool.h>
+
 #define RS_PY_HIDDEN __attribute__((visibility("hidden")))
+
+/* An rshare object as Python holds it (objects.c; memory.c adds views). */
+struct rs_py_obj {
+	PyObject_HEAD
+	void *h;                          /* the C handle (a checked token) */
+	PyObject *dev;                    /* the owner: the Device (an MR: its PD); NULL in a Device */
+	PyObject *mapping;                /* what map() made (e.g. (memoryview, mmap)) */
+	PyObject *weakrefs;
+	struct rs_py_obj *prev, *next;    /* every object alive, for fork_release() */
+	unsigned epoch;                   /* the fork epoch it was made in */
+	Py_ssize_t exports;               /* buffer-protocol views of its memory (Memory) */
+	unsigned char kind;               /* index into kinds[]: 0 device, else rshare_kind */
+	bool imported;                    /* from import_*(), not allocated here */
+	bool live;                        /* this process still holds the handle */
+};
+
 
 /* errors.c: raise the class registered for status (< 0), with
  * rshare_last_error() as the message; must run right after the failing
@@ -36,6 +55,10 @@ RS_PY_HIDDEN int rs_py_handle_of(PyObject *o, void **h);
 RS_PY_HIDDEN PyObject *rs_py_wrap_device(void *h);
 RS_PY_HIDDEN extern PyMethodDef rs_py_object_methods[];
 RS_PY_HIDDEN int rs_py_objects_init(PyObject *module);
+
+/* memory.c: the Memory type (buffer protocol, DLPack; since 1.2), derived
+ * from object_base (Object). */
+RS_PY_HIDDEN int rs_py_memory_init(PyObject *module, PyTypeObject *object_base);
 
 /* wait.c */
 RS_PY_HIDDEN extern PyMethodDef rs_py_wait_methods[];

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rshare/rshare.h"
 
@@ -172,18 +173,43 @@ static PyObject *received(rshare_device *h, char *buf, size_t len)
 	return Py_BuildValue("(NN)", dev, payload);
 }
 
-/* channel_recv_wait(fd, timeout) -> (Device, payload bytes) */
+/* The extra fds received, as a list (closed, and NULL, on failure). */
+static PyObject *fd_list(const int *fds, size_t n)
+{
+	PyObject *list = PyList_New((Py_ssize_t)n);
+
+	for (size_t i = 0; list && i < n; i++) {
+		PyObject *v = PyLong_FromLong(fds[i]);
+
+		if (!v) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+	}
+	if (!list)
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+	return list;
+}
+
+/* channel_recv_wait(fd, timeout[, with_fds]) -> (Device, payload bytes),
+ * or (Device, payload bytes, [fds]) with with_fds true (since 1.2). */
 static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	double timeout, deadline;
+	PyObject *dev, *payload, *fdl = NULL;
 	rshare_device *h = NULL;
-	size_t len = 0;
+	int fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t len = 0, nfds = 0;
 	char *buf;
-	int fd, status, err;
+	int fd, status, err, with_fds = 0;
 
 	(void)module;
-	if (nargs != 2)
-		return PyErr_Format(PyExc_TypeError, "channel_recv_wait(fd, timeout)");
+	if (nargs != 2 && nargs != 3)
+		return PyErr_Format(PyExc_TypeError, "channel_recv_wait(fd, timeout[, with_fds])");
+	if (nargs == 3 && (with_fds = PyObject_IsTrue(args[2])) < 0)
+		return NULL;
 	fd = PyObject_AsFileDescriptor(args[0]);
 	if (fd < 0)
 		return NULL;
@@ -199,7 +225,11 @@ static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_s
 		if (timeout >= 0 && wait_whole_message(fd, timeout, deadline) < 0)
 			goto fail;
 		Py_BEGIN_ALLOW_THREADS
-		status = rshare_channel_recv(fd, &h, buf, RSHARE_PAYLOAD_MAX, &len);
+		if (with_fds)
+			status = rshare_channel_recvv(fd, &h, fds, RSHARE_CHANNEL_FDS_MAX, &nfds, buf,
+						      RSHARE_PAYLOAD_MAX, &len);
+		else
+			status = rshare_channel_recv(fd, &h, buf, RSHARE_PAYLOAD_MAX, &len);
 		err = rshare_last_errno();
 		Py_END_ALLOW_THREADS
 		if (!status)
@@ -207,7 +237,24 @@ static PyObject *channel_recv_wait(PyObject *module, PyObject *const *args, Py_s
 		if (channel_failure(status, err, timeout) < 0)
 			goto fail;
 	}
-	return received(h, buf, len);
+	if (!with_fds)
+		return received(h, buf, len);
+	payload = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+	PyMem_Free(buf);
+	fdl = fd_list(fds, nfds);
+	if (!payload || !fdl) {
+		Py_XDECREF(payload);
+		Py_XDECREF(fdl);
+		rshare_device_close(h);
+		return NULL;
+	}
+	dev = rs_py_wrap_device(h);
+	if (!dev) {
+		Py_DECREF(payload);
+		Py_DECREF(fdl);
+		return NULL;
+	}
+	return Py_BuildValue("(NNN)", dev, payload, fdl);
 fail:
 	PyMem_Free(buf);
 	return NULL;
@@ -242,17 +289,48 @@ static PyObject *channel_recv_nowait(PyObject *module, PyObject *arg)
 	return received(h, buf, len);
 }
 
-/* channel_send_wait(fd, dev, payload, timeout) -> None */
+/* The extra fds to send: a sequence of at most RSHARE_CHANNEL_FDS_MAX ints. */
+static int fds_arg(PyObject *arg, int *fds, size_t *n)
+{
+	PyObject *seq = PySequence_Fast(arg, "fds must be a sequence of ints");
+	Py_ssize_t count;
+
+	if (!seq)
+		return -1;
+	count = PySequence_Fast_GET_SIZE(seq);
+	if (count > RSHARE_CHANNEL_FDS_MAX) {
+		Py_DECREF(seq);
+		PyErr_Format(PyExc_ValueError, "%zd fds, at most %d travel with a message", count,
+			     RSHARE_CHANNEL_FDS_MAX);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < count; i++) {
+		fds[i] = PyObject_AsFileDescriptor(PySequence_Fast_GET_ITEM(seq, i));
+		if (fds[i] < 0) {
+			Py_DECREF(seq);
+			return -1;
+		}
+	}
+	*n = (size_t)count;
+	Py_DECREF(seq);
+	return 0;
+}
+
+/* channel_send_wait(fd, dev, payload, timeout[, fds]) -> None */
 static PyObject *channel_send_wait(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
 	Py_buffer view = { 0 };
 	double timeout, deadline;
 	void *dev;
-	int fd, status = 0, err;
+	int fd, status = 0, err, fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t nfds = 0;
 
 	(void)module;
-	if (nargs != 4)
-		return PyErr_Format(PyExc_TypeError, "channel_send_wait(fd, dev, payload, timeout)");
+	if (nargs != 4 && nargs != 5)
+		return PyErr_Format(PyExc_TypeError,
+				    "channel_send_wait(fd, dev, payload, timeout[, fds])");
+	if (nargs == 5 && fds_arg(args[4], fds, &nfds) < 0)
+		return NULL;
 	fd = PyObject_AsFileDescriptor(args[0]);
 	if (fd < 0)
 		return NULL;
@@ -268,7 +346,7 @@ static PyObject *channel_send_wait(PyObject *module, PyObject *const *args, Py_s
 		if (timeout != 0 && wait_fd(fd, POLLOUT, deadline) < 0)
 			break;
 		Py_BEGIN_ALLOW_THREADS
-		status = rshare_channel_send(fd, dev, view.buf, (size_t)view.len);
+		status = rshare_channel_sendv(fd, dev, fds, nfds, view.buf, (size_t)view.len);
 		err = rshare_last_errno();
 		Py_END_ALLOW_THREADS
 		if (!status || channel_failure(status, err, timeout) < 0)
@@ -282,12 +360,14 @@ static PyObject *channel_send_wait(PyObject *module, PyObject *const *args, Py_s
 
 PyMethodDef rs_py_wait_methods[] = {
 	{ "channel_recv_wait", (PyCFunction)(void (*)(void))channel_recv_wait, METH_FASTCALL,
-	  "channel_recv_wait(fd, timeout): wait (interruptibly, without the interpreter\n"
-	  "lock; timeout None blocks, 0 does not wait) and receive (Device, payload)." },
+	  "channel_recv_wait(fd, timeout[, with_fds]): wait (interruptibly, without the\n"
+	  "interpreter lock; timeout None blocks, 0 does not wait) and receive (Device,\n"
+	  "payload), or (Device, payload, [fds]) with with_fds true." },
 	{ "channel_recv_nowait", channel_recv_nowait, METH_O,
 	  "channel_recv_nowait(fd): (Device, payload), or None while nothing is queued\n"
 	  "(a non-blocking socket; since 1.2)." },
 	{ "channel_send_wait", (PyCFunction)(void (*)(void))channel_send_wait, METH_FASTCALL,
-	  "channel_send_wait(fd, dev, payload, timeout): wait until writable, then send." },
+	  "channel_send_wait(fd, dev, payload, timeout[, fds]): wait until writable, then\n"
+	  "send, with up to RSHARE_CHANNEL_FDS_MAX extra fds." },
 	{ NULL, NULL, 0, NULL }
 };

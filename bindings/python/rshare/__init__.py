@@ -22,12 +22,12 @@ from . import _rshare
 from ._errors import (Error, InvalidArgument, OutOfMemory, NoDevice, Unsupported,
                       StaleHandleError, Busy, BufferTooSmall, BlobError, BlobCorrupt,
                       BlobVersion, BlobKind, DeviceMismatch, NotFound, PermissionDenied,
-                      SystemCallError, ProtocolError, WouldBlock, error_class)
+                      SystemCallError, ProtocolError, WouldBlock, FdMismatch, error_class)
 from ._blob import inspect, to_text, from_text, kind
-from ._objects import PD, Var, MR, DM, Access, MRAttrs
+from ._objects import PD, Var, MR, DM, Buffer, Access, MRAttrs
 from ._device import Caps, Device, DeviceInfo, devices
 from ._device import open as open  # public, but left out of __all__ (see below)
-from ._channel import send, recv
+from ._channel import send, recv, recv_fds, recv_objects
 from ._broker import (Broker, Share, Attached, serve, publish, attach, shares, waiting,
                       withdraw)
 
@@ -63,14 +63,14 @@ def last_error() -> str:
 # which would shadow the builtin (call it as rshare.open()).
 __all__ = [
     "__version__", "version_info", "VersionInfo", "BLOB_MAX", "PAYLOAD_MAX", "VAR_FLAG_TLP",
-    "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "devices",
-    "send", "recv",
+    "Device", "DeviceInfo", "Caps", "PD", "Var", "MR", "MRAttrs", "Access", "DM", "Buffer",
+    "devices", "send", "recv", "recv_fds", "recv_objects",
     "Broker", "Share", "Attached", "serve", "publish", "attach", "shares", "waiting", "withdraw",
     "inspect", "to_text", "from_text", "kind", "last_error", "error_class",
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
-    "SystemCallError", "ProtocolError", "WouldBlock",
+    "SystemCallError", "ProtocolError", "WouldBlock", "FdMismatch",
 ]
 
 # Show the public classes as rshare.X (tracebacks, reprs, pickles of errors).

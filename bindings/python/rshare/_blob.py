@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Union
 
 from . import _rshare as _c
-from ._errors import Error, NotFound
+from ._errors import Error, InvalidArgument, NotFound
 
 __all__ = ["inspect", "to_text", "from_text", "kind"]
 
@@ -29,15 +29,16 @@ def provider_name(value: int) -> str:
 # Every scalar field, in rshare_blob_describe()'s order; a kind lacks some.
 _FIELDS = [(name.lower(), getattr(_c, "RSHARE_FIELD_" + name)) for name in (
     "HANDLE", "SERIAL", "PAGE_ID", "PD_HANDLE", "PD_SERIAL", "ADDR", "LENGTH",
-    "MMAP_OFF", "LKEY", "RKEY", "ACCESS")]
+    "MMAP_OFF", "LKEY", "RKEY", "ACCESS", "MEM_DEV", "MEM_INO")]
 
 
 def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
     """The fields of a valid blob (bytes or text form) as a dict: kind
-    ("pd"|"var"|"mr"|"dm"), provider ("hw"|"sim"), guid and table (hex
+    ("pd"|"var"|"mr"|"dm"|"buf"), provider ("hw"|"sim"), guid and table (hex
     strings), handle, serial, and the kind's own fields: for VARs page_id,
     length, mmap_off; for MRs pd_handle, pd_serial, addr, length, lkey, rkey,
-    access; for DM length. Read with rshare_blob_field(), one field at a time."""
+    access; for DM length; for buffers ("buf") the MR's and mem_dev, mem_ino (the
+    memfd's identity). Read with rshare_blob_field(), one field at a time."""
     if isinstance(blob, str):
         blob = _c.blob_from_text(blob)
     kind_value = _c.blob_field(blob, _c.RSHARE_FIELD_KIND)  # validates the blob
@@ -88,13 +89,15 @@ def split(payload: BytesLike) -> Optional[List[bytes]]:
     return out
 
 
-def import_all(device: Any, blobs: List[bytes]) -> Dict[str, List[Any]]:
+def import_all(device: Any, blobs: List[bytes],
+               fds: Optional[List[int]] = None) -> Dict[str, List[Any]]:
     """Import every blob into device, each by its kind, as a dict from kind
     name to the objects imported, in blob order. An object that lives in a
-    PD (its blob has a pd_handle: an MR) goes into the PD imported here
-    with that handle, and is skipped if there is none; every other object
-    into the device. On failure, what was imported is unimported and the
-    error raised."""
+    PD (its blob has a pd_handle: an MR, a buffer) goes into the PD imported
+    here with that handle, and is skipped if there is none; every other
+    object into the device. A buffer takes the next of ``fds`` (its memory,
+    received with the blobs; the caller still closes them). On failure,
+    what was imported is unimported and the error raised."""
     by_kind: Dict[str, List[Any]] = {}
     imported: List[Any] = []
     owners: Dict[int, Any] = {}
@@ -111,7 +114,13 @@ def import_all(device: Any, blobs: List[bytes]) -> Dict[str, List[Any]]:
                 owner = device if pd_handle is None else owners.get(pd_handle)
                 if owner is None:
                     continue
-                obj = owner._import(value, blob)
+                if value == _c.RSHARE_KIND_BUF:
+                    if not fds:
+                        raise InvalidArgument("a buffer blob came without its memory fd",
+                                              _c.RSHARE_E_INVAL)
+                    obj = owner.import_buffer(blob, fds.pop(0))
+                else:
+                    obj = owner._import(value, blob)
                 imported.append(obj)
                 by_kind.setdefault(kind_name(value), []).append(obj)
                 if value == _c.RSHARE_KIND_PD:

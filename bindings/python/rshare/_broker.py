@@ -20,6 +20,7 @@ name that is not yet published. Endpoints: None is the default
 from __future__ import annotations
 
 import json
+import os
 import warnings
 import weakref
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
@@ -28,12 +29,12 @@ from . import _rshare as _c
 from . import _blob
 from ._device import Device
 from ._errors import Error, StaleHandleError, _exit_cleanup
-from ._objects import PD, Var, MR, DM
+from ._objects import PD, Var, MR, DM, Buffer
 
 __all__ = ["Broker", "Share", "Attached", "serve", "publish", "attach", "shares",
            "waiting", "withdraw", "default_endpoint"]
 
-_Objects = Union[None, PD, Var, MR, DM, Sequence[Any]]
+_Objects = Union[None, PD, Var, MR, DM, Buffer, Sequence[Any]]
 _O = TypeVar("_O")
 
 
@@ -110,7 +111,7 @@ def serve(endpoint: Optional[str] = None) -> Broker:
 def _as_list(objs: _Objects) -> List[Any]:
     if objs is None:
         return []
-    if isinstance(objs, (PD, Var, MR, DM)):
+    if isinstance(objs, (PD, Var, MR, DM, Buffer)):
         return [objs]
     return list(objs)
 
@@ -164,13 +165,13 @@ class Share:
 
 
 def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *,
-            mr: _Objects = None, dm: _Objects = None,
+            mr: _Objects = None, dm: _Objects = None, buf: _Objects = None,
             blobs: Iterable[bytes] = (), persistent: bool = False,
             allow_uids: Iterable[int] = (), allow_gids: Iterable[int] = (),
             endpoint: Optional[str] = None) -> Share:
-    """Publish ``dev`` and the objects (``pd``, ``var``, ``mr``, ``dm``: an
-    object or a sequence, exported here; ``blobs`` adds blobs already
-    exported) under ``name``.
+    """Publish ``dev`` and the objects (``pd``, ``var``, ``mr``, ``dm``,
+    ``buf``: an object or a sequence, exported here; a buffer's memfd goes
+    with it; ``blobs`` adds blobs already exported) under ``name``.
     Attach is allowed to this uid, root, ``allow_uids`` and members of
     ``allow_gids``. If this process published ``name`` on the endpoint
     before and still holds that share (a notebook cell run again), the old
@@ -178,7 +179,9 @@ def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *
     name."""
     if not isinstance(dev, Device):
         raise TypeError(f"publish() expects a Device, not {type(dev).__name__}")
-    parts = [obj.export() for obj in _as_list(pd) + _as_list(var) + _as_list(mr) + _as_list(dm)]
+    bufs = _as_list(buf)
+    parts = [obj.export() for obj in
+             _as_list(pd) + _as_list(var) + _as_list(mr) + _as_list(dm) + bufs]
     parts += [bytes(b) for b in blobs]
     payload = b"".join(parts)
     key = (_path(endpoint), name)
@@ -186,7 +189,7 @@ def publish(name: str, dev: Device, pd: _Objects = None, var: _Objects = None, *
     if earlier is not None:
         earlier.withdraw()
     handle = _c.broker_publish(endpoint, name, dev, payload, bool(persistent),
-                               tuple(allow_uids), tuple(allow_gids))
+                               tuple(allow_uids), tuple(allow_gids), [b.fd for b in bufs])
     share = Share(handle, name, endpoint, bool(persistent), payload)
     _shares[key] = share
     return share
@@ -201,14 +204,15 @@ def split_blobs(payload: bytes) -> Optional[List[bytes]]:
 class Attached:
     """What attach() gives: ``device`` (a new Device), the raw ``payload``,
     its ``blobs`` (None when the payload is not blobs) and, imported on
-    ``device``, the objects: ``pds``, ``vars``, ``dms``, ``mrs`` (each
+    ``device``, the objects: ``pds``, ``vars``, ``dms``, ``mrs``, ``bufs`` (each
     imported into the attached PD it is registered on, when the share
     carries that PD) and ``pd`` / ``var`` (the first of each; LookupError when
     the share carries none, so that ``share.pd.handle`` is typed ``int``).
     ``close()`` (or leaving the ``with`` block) unimports them and closes
     the device."""
 
-    def __init__(self, name: str, device: Device, payload: bytes, import_objects: bool) -> None:
+    def __init__(self, name: str, device: Device, payload: bytes, import_objects: bool,
+                 fds: Sequence[int] = ()) -> None:
         self.name = name
         self.device = device
         self.payload = payload
@@ -217,9 +221,10 @@ class Attached:
         self.vars: List[Var] = []
         self.dms: List[DM] = []
         self.mrs: List[MR] = []
+        self.bufs: List[Buffer] = []
         if import_objects and self.blobs:
             try:
-                objects = _blob.import_all(device, self.blobs)
+                objects = _blob.import_all(device, self.blobs, list(fds))
             except BaseException:
                 self.close()
                 raise
@@ -227,6 +232,7 @@ class Attached:
             self.vars = objects.get("var", [])
             self.dms = objects.get("dm", [])
             self.mrs = objects.get("mr", [])
+            self.bufs = objects.get("buf", [])
 
     @property
     def pd(self) -> PD:
@@ -242,10 +248,14 @@ class Attached:
             raise LookupError(f"share {self.name!r} carries no VAR")
         return self.vars[0]
 
+    @property
+    def buf(self) -> Optional[Buffer]:
+        return self.bufs[0] if self.bufs else None
+
     def close(self) -> None:
         """Unimport the objects, then close the device (idempotent)."""
         busy: List[Any] = []
-        for obj in [*self.mrs, *self.dms, *self.vars, *self.pds]:
+        for obj in [*self.bufs, *self.mrs, *self.dms, *self.vars, *self.pds]:
             try:
                 obj.unimport()
             except StaleHandleError:
@@ -257,8 +267,9 @@ class Attached:
             return [o for o in objs if any(o is b for b in busy)]
 
         # What could not be released stays listed, for a later close().
-        self.pds, self.vars, self.dms, self.mrs = (still(self.pds), still(self.vars),
-                                                   still(self.dms), still(self.mrs))
+        self.pds, self.vars, self.dms, self.mrs, self.bufs = (
+            still(self.pds), still(self.vars), still(self.dms), still(self.mrs),
+            still(self.bufs))
         if not self.device.closed:
             self.device.close()
 
@@ -280,8 +291,12 @@ def attach(name: str, timeout: Optional[float] = None, *, endpoint: Optional[str
     ``timeout`` seconds (None: no limit, 0: no wait) for the name to be
     published, interruptibly; NotFound if it was not, PermissionDenied if
     the share's policy refuses this process."""
-    dev, payload = _c.broker_attach(endpoint, name, timeout)
-    return Attached(name, dev, payload, import_objects)
+    dev, payload, fds = _c.broker_attach(endpoint, name, timeout)
+    try:  # a buffer maps its own duplicate of its fd
+        return Attached(name, dev, payload, import_objects, fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def shares(endpoint: Optional[str] = None) -> List[Dict[str, Any]]:

@@ -33,6 +33,8 @@ class Caps(enum.IntFlag):
     DM = _c.RSHARE_CAP_DM
     NATIVE = _c.RSHARE_CAP_NATIVE
     LEDGER = _c.RSHARE_CAP_LEDGER
+    BUF = _c.RSHARE_CAP_BUF
+    DM_MAP = _c.RSHARE_CAP_DM_MAP
 
 
 Blob = Union[bytes, bytearray, memoryview, str]

@@ -19,7 +19,7 @@ __all__ = [
     "Error", "InvalidArgument", "OutOfMemory", "NoDevice", "Unsupported",
     "StaleHandleError", "Busy", "BufferTooSmall", "BlobError", "BlobCorrupt",
     "BlobVersion", "BlobKind", "DeviceMismatch", "NotFound", "PermissionDenied",
-    "SystemCallError", "ProtocolError", "WouldBlock", "error_class",
+    "SystemCallError", "ProtocolError", "WouldBlock", "FdMismatch", "error_class",
 ]
 
 
@@ -125,6 +125,9 @@ class WouldBlock(Error, BlockingIOError):
     was consumed); wait for readability and call again (since 1.2). The
     Python calls that can meet it (rshare.recv with timeout 0, rshare.aio)
     handle it themselves."""
+class FdMismatch(Error):
+    """RSHARE_E_FD_MISMATCH: the fd given with a buffer's blob is not that
+    buffer's memory (a regular file, another memfd, another size)."""
 
 
 # The C names this module knows a class for. Statuses the C library has and
@@ -146,6 +149,7 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "RSHARE_E_IO": SystemCallError,
     "RSHARE_E_PROTOCOL": ProtocolError,
     "RSHARE_E_AGAIN": WouldBlock,
+    "RSHARE_E_FD_MISMATCH": FdMismatch,
 }
 
 _UNKNOWN = "RSHARE_E_UNKNOWN"
@@ -155,11 +159,13 @@ _BY_CODE: Dict[int, Type[Error]] = {}
 def _bind_to_c() -> None:
     """Give each class its C code and register them with the compiled module."""
     classes: List[Optional[Type[Error]]] = [None]  # index 0 is RSHARE_OK: never raised
-    code = -1
-    while True:
+    # Numbers reserved for statuses not in this library leave gaps (None).
+    lowest = min(getattr(_c, n) for n in dir(_c) if n.startswith("RSHARE_E_"))
+    for code in range(-1, lowest - 1, -1):
         name = _c.status_name(code)
-        if name == _UNKNOWN or code < -255:
-            break
+        if name == _UNKNOWN:
+            classes.append(None)
+            continue
         cls = _BY_NAME.get(name)
         if cls is None:  # a status newer than this file: still raise something precise
             cls = type(name, (Error,), {"__doc__": _c.strerror(code) + "."})
@@ -167,7 +173,6 @@ def _bind_to_c() -> None:
         cls.code, cls.name = code, name
         _BY_CODE[code] = cls
         classes.append(cls)
-        code -= 1
     _c._set_error_classes(tuple(classes))
 
 

@@ -29,7 +29,7 @@ from ._errors import Error, InvalidArgument, _exit_cleanup
 if TYPE_CHECKING:
     from ._device import Device
 
-__all__ = ["PD", "Var", "MR", "DM", "Access", "MRAttrs"]
+__all__ = ["PD", "Var", "MR", "DM", "Buffer", "Access", "MRAttrs"]
 
 Blob = Union[bytes, bytearray, memoryview, str]
 
@@ -119,11 +119,7 @@ class PD(_Shared):
         the buffer exported (a bytearray cannot be resized) and alive until
         it is deregistered or unimported. While the MR lives, this PD's
         free() and unimport() raise Busy."""
-        if not isinstance(access, int) or isinstance(access, bool):
-            raise TypeError(f"reg_mr() argument 'access' must be int, not "
-                            f"{type(access).__name__}")
-        if not 0 <= access <= 0xFFFFFFFF:
-            raise InvalidArgument(f"reg_mr: access {access:#x} out of range", _c.RSHARE_E_INVAL)
+        _check_access(access, "reg_mr")
         view = memoryview(buffer)  # raises TypeError for non-buffers
         if view.readonly:
             view.release()
@@ -145,8 +141,40 @@ class PD(_Shared):
         mr: MR = self._import(_c.RSHARE_KIND_MR, blob)
         return mr
 
+    def alloc_buffer(self, n: int, access: int = Access.LOCAL_WRITE) -> Buffer:
+        """A shared buffer of ``n`` zeroed bytes on this PD: memory in a
+        sealed memfd, registered once (an MR with ``access``) and shared with
+        its keys. Send it with rshare.send(sock, dev, buf); view it with
+        memoryview(buf), numpy.frombuffer(buf) or numpy.from_dlpack(buf)."""
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"alloc_buffer() argument 'n' must be int, not {type(n).__name__}")
+        if n <= 0:
+            raise InvalidArgument(f"alloc_buffer: size {n} must be positive", _c.RSHARE_E_INVAL)
+        _check_access(access, "alloc_buffer")
+        buf: Buffer = _c._wrap(_c.RSHARE_KIND_BUF, self, _c.buf_alloc(self, n, int(access)), False)
+        return buf
 
-class Var(_Shared):
+    def import_buffer(self, blob: Blob, fd: int) -> Buffer:
+        """Import the buffer described by ``blob`` with its memory ``fd`` (as
+        received with it) into this PD, the PD it was allocated on. The fd is
+        checked to be that buffer's memfd (FdMismatch otherwise) and
+        duplicated: the caller still closes its own."""
+        if isinstance(blob, str):
+            blob = _c.blob_from_text(blob)
+        buf: Buffer = _c._wrap(_c.RSHARE_KIND_BUF, self, _c.buf_import(self, blob, fd), True)
+        return buf
+
+
+class _Memory(_Shared, _c.Memory):
+    """Objects with memory Python code touches (Buffer, Var): the buffer
+    protocol (memoryview(obj), numpy.frombuffer(obj), numpy.asarray(obj),
+    zero-copy) and DLPack (numpy.from_dlpack(obj)). While any such view is
+    alive, unimport(), free() and unmap() raise BufferError."""
+
+    __slots__ = ()
+
+
+class Var(_Memory):
     """An mlx5 VAR (a doorbell-like page), allocated here or imported.
 
     ``map()`` returns a writable memoryview of the page through Python's
@@ -214,7 +242,12 @@ class Var(_Shared):
 
     def unmap(self) -> None:
         """Unmap the page; the memoryview from map() is released (any access
-        raises ValueError). A no-op when not mapped; raises if stale."""
+        raises ValueError). A no-op when not mapped; raises if stale, and
+        BufferError while views of the Var itself (memoryview(var), numpy
+        arrays over it) are alive."""
+        if self._exports:
+            raise BufferError(f"{self._exports} view(s) of this VAR's page are alive: "
+                              "release them first")
         _c.var_unmap(self)  # the status check: stale handles raise
         self._release_mapping()
 
@@ -321,10 +354,13 @@ class MR(_Shared):
                           exc if isinstance(exc, BaseException) else None)
 
 
-class DM(_Shared):
+class DM(_Memory):
     """Device memory: allocated on a Device (Device.alloc_dm) or imported
     (Device.import_dm). Read and write it with read()/write(): a write in
-    one process is read by every other that imported it."""
+    one process is read by every other that imported it. Where the device
+    maps it (Caps.DM_MAP: sim0), ``memoryview(dm)``, ``numpy.frombuffer(dm)``
+    and DLPack view it in place (rshare_dm_map); ``unmap()`` drops that
+    mapping, refused while such views live."""
 
     __slots__ = ()
     _kind = "dm"
@@ -351,6 +387,14 @@ class DM(_Shared):
         A range past the end raises InvalidArgument and writes nothing."""
         _c.dm_write(self, _offset(offset), data)
 
+    def unmap(self) -> None:
+        """Unmap the device memory from this process (rshare_dm_unmap; a
+        no-op when not mapped). BufferError while views of it are alive."""
+        if self._exports:
+            raise BufferError(f"{self._exports} view(s) of this DM's memory are alive: "
+                              "release them first")
+        _c.dm_unmap(self)
+
     def read(self, offset: int, n: int) -> bytes:
         """``n`` bytes of the device memory at ``offset``. A range past the
         end raises InvalidArgument."""
@@ -360,6 +404,106 @@ class DM(_Shared):
             raise ValueError(f"read() argument 'n' must be >= 0, not {n}")
         data: bytes = _c.dm_read(self, _offset(offset), n)
         return data
+
+
+class Buffer(_Memory):
+    """A shared buffer (PD.alloc_buffer, PD.import_buffer): memory in a
+    sealed memfd that every process sharing it maps, plus one MR over it,
+    registered once by the allocating process and imported by the others,
+    so all use the same keys. ``memoryview(buf)``, ``numpy.frombuffer(buf)``
+    and ``numpy.from_dlpack(buf)`` are zero-copy views at ``buf.ptr``.
+
+    Work requests use the registered address (``buf.addr``, the
+    allocator's): ``buf.remote_addr(offset)`` turns an offset into it.
+    ``free()`` deregisters the MR for every process; the memory lives until
+    the last process unmaps it."""
+
+    __slots__ = ()
+    _kind = "buf"
+
+    @property
+    def pd(self) -> PD:
+        """The PD this buffer lives in."""
+        pd: PD = _c.Object.device.__get__(self)
+        return pd
+
+    @property
+    def device(self) -> Device:
+        """The Device of this buffer's PD."""
+        return self.pd.device
+
+    @property
+    def ptr(self) -> int:
+        """This process's address of the memory (rshare_buf_ptr)."""
+        addr, _ = _c.buf_ptr(self)
+        return int(addr)
+
+    def __len__(self) -> int:
+        _, length = _c.buf_ptr(self)
+        return int(length)
+
+    @property
+    def nbytes(self) -> int:
+        """The size in bytes."""
+        return len(self)
+
+    @property
+    def fd(self) -> int:
+        """The memory's memfd: borrowed (owned by the buffer, closed by
+        unimport/free); send it with the blob."""
+        return int(_c.buf_fd(self))
+
+    def attrs(self) -> MRAttrs:
+        """The MR's (addr, length, lkey, rkey, access): the allocator's
+        registered address and the keys every process shares."""
+        addr, length, lkey, rkey, access = _c.mr_attrs(_c.buf_mr(self))
+        return MRAttrs(addr, length, lkey, rkey, Access(access))
+
+    @property
+    def addr(self) -> int:
+        """The registered address (the allocator's), for work requests."""
+        return self.attrs().addr
+
+    @property
+    def lkey(self) -> int:
+        """The MR's local key."""
+        return self.attrs().lkey
+
+    @property
+    def rkey(self) -> int:
+        """The MR's remote key."""
+        return self.attrs().rkey
+
+    def remote_addr(self, offset: int = 0) -> int:
+        """The registered address of byte ``offset``: what a work request
+        names for ``buf.ptr + offset`` in this process."""
+        offset = _offset(offset)
+        if offset > len(self):
+            raise ValueError(f"offset {offset} is past the buffer's {len(self)} bytes")
+        return self.addr + offset
+
+    @property
+    def handle(self) -> int:
+        """The MR's kernel handle."""
+        return _c.mr_handle(_c.buf_mr(self))
+
+    def _repr_handle(self) -> int:
+        return self.handle
+
+    def native_address(self) -> int:
+        """The address of the MR's struct ibv_mr (borrowed; Unsupported on sim0)."""
+        return int(_c.mr_native(_c.buf_mr(self)))
+
+    def export(self) -> bytes:
+        """The buffer's export blob; it travels with the memory fd (``fd``)."""
+        return _c.buf_export(self)
+
+
+def _check_access(access: int, call: str) -> None:
+    if not isinstance(access, int) or isinstance(access, bool):
+        raise TypeError(f"{call}() argument 'access' must be int, not {type(access).__name__}")
+    if not 0 <= access <= 0xFFFFFFFF:
+        raise InvalidArgument(f"{call}: access {access:#x} out of range", _c.RSHARE_E_INVAL)
 
 
 def _offset(offset: int) -> int:
@@ -374,3 +518,4 @@ _c._register(_c.RSHARE_KIND_PD, PD)
 _c._register(_c.RSHARE_KIND_VAR, Var)
 _c._register(_c.RSHARE_KIND_MR, MR)
 _c._register(_c.RSHARE_KIND_DM, DM)
+_c._register(_c.RSHARE_KIND_BUF, Buffer)

@@ -29,6 +29,7 @@ until step returns something other than None; calls that need more fds
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Callable, Optional, Tuple, TypeVar
 
 from . import _rshare as _c
@@ -88,8 +89,12 @@ async def attach(name: str, timeout: Optional[float] = None, *,
     if timeout == 0:
         # No wait for the name: one request the broker answers at once
         # (a local round trip), as rshare.attach(name, timeout=0).
-        dev, payload = _c.broker_attach(endpoint, name, 0)
-        return Attached(name, dev, payload, import_objects)
+        dev, payload, fds = _c.broker_attach(endpoint, name, 0)
+        try:  # a share's buffers map their own duplicates of these
+            return Attached(name, dev, payload, import_objects, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
     handle = _c.attach_start(endpoint, name)
     op: Optional[int] = handle  # None once the C operation is over
     try:

@@ -83,7 +83,8 @@ enum rshare_status {
 	RSHARE_E_PERM = -13,            /**< permission denied */
 	RSHARE_E_IO = -14,              /**< system call failed; see rshare_last_errno() */
 	RSHARE_E_PROTOCOL = -15,        /**< malformed message from a channel or broker peer */
-	RSHARE_E_AGAIN = -16            /**< would block: nothing consumed, retry when the fd is readable (since 1.2) */
+	RSHARE_E_AGAIN = -16,           /**< would block: nothing consumed, retry when the fd is readable (since 1.2) */
+	RSHARE_E_FD_MISMATCH = -19      /**< the fd is not the memory the blob describes (since 1.2) */
 };
 
 /** Device providers. */
@@ -97,7 +98,8 @@ enum rshare_kind {
 	RSHARE_KIND_PD = 1,  /**< protection domain */
 	RSHARE_KIND_VAR = 2, /**< mlx5 virtio access region */
 	RSHARE_KIND_MR = 3,  /**< memory region (since 1.1) */
-	RSHARE_KIND_DM = 4   /**< device memory (since 1.1) */
+	RSHARE_KIND_DM = 4,  /**< device memory (since 1.1) */
+	RSHARE_KIND_BUF = 5  /**< shared buffer: memory plus its MR (since 1.2) */
 };
 
 /** Sizes, as enum members so that FFI declarations can see them. */
@@ -105,7 +107,8 @@ enum rshare_limits {
 	RSHARE_BLOB_MAX = 128,          /**< upper bound of every export blob, in bytes */
 	RSHARE_TEXT_MAX = 180,          /**< upper bound of a blob's text form, NUL included */
 	RSHARE_NAME_MAX = 64,           /**< upper bound of a device name, NUL included */
-	RSHARE_PAYLOAD_MAX = 65536      /**< upper bound of a channel payload, in bytes */
+	RSHARE_PAYLOAD_MAX = 65536,     /**< upper bound of a channel payload, in bytes */
+	RSHARE_CHANNEL_FDS_MAX = 8      /**< extra fds one channel message carries at most (since 1.2) */
 };
 
 /** The header's version as an enum member, for FFI declarations that cannot
@@ -141,7 +144,9 @@ enum rshare_caps {
 	 * Hardware contexts opened by rshare or received over a channel or
 	 * broker have it; one imported from a bare fd does not. sim0's table
 	 * checks serials itself and does not report it. */
-	RSHARE_CAP_LEDGER = 32
+	RSHARE_CAP_LEDGER = 32,
+	RSHARE_CAP_BUF = 64,    /**< shared buffers: alloc, export, import (since 1.2) */
+	RSHARE_CAP_DM_MAP = 128 /**< device memory mapped into the process: rshare_dm_map (since 1.2) */
 };
 
 /** The fields rshare_blob_field() reads (since 1.1). Which kinds carry
@@ -161,7 +166,9 @@ enum rshare_field {
 	RSHARE_FIELD_ADDR = 12,     /**< the registering process's start address (MR) */
 	RSHARE_FIELD_LKEY = 13,     /**< local key (MR) */
 	RSHARE_FIELD_RKEY = 14,     /**< remote key (MR) */
-	RSHARE_FIELD_ACCESS = 15    /**< RSHARE_ACCESS_* flags (MR) */
+	RSHARE_FIELD_ACCESS = 15,   /**< RSHARE_ACCESS_* flags (MR) */
+	RSHARE_FIELD_MEM_DEV = 16,  /**< st_dev of the buffer's memfd (buffer, since 1.2) */
+	RSHARE_FIELD_MEM_INO = 17   /**< st_ino of the buffer's memfd (buffer, since 1.2) */
 };
 
 /** An open or imported device context. Opaque. */
@@ -174,6 +181,8 @@ typedef struct rshare_var rshare_var;
 typedef struct rshare_mr rshare_mr;
 /** A device memory handle, allocated or imported (since 1.1). Opaque. */
 typedef struct rshare_dm rshare_dm;
+/** A shared buffer handle, allocated or imported (since 1.2). Opaque. */
+typedef struct rshare_buf rshare_buf;
 
 /* ------------------------------------------------------------------ */
 /* Library                                                              */
@@ -659,6 +668,130 @@ RSHARE_API int rshare_dm_handle(const rshare_dm *dm, uint32_t *handle);
  */
 RSHARE_API int rshare_dm_native(const rshare_dm *dm, void **ibv_dm);
 
+/**
+ * Map dm's memory into this process, read-write and shared with every
+ * process that maps it: *addr gets the address of its first byte (length:
+ * rshare_dm_length()). Repeated calls give the same address until
+ * rshare_dm_unmap(); unimport and free unmap it too. Where the device
+ * allows it (RSHARE_CAP_DM_MAP: sim0, whose device memory is its memfd);
+ * RSHARE_E_UNSUPPORTED elsewhere, rshare_dm_read/write working all the
+ * same. A mapping kept after another process freed the DM stays valid and
+ * is never given to new device memory while it lives. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_UNSUPPORTED;
+ * RSHARE_E_NOT_FOUND (the DM was freed); RSHARE_E_BUSY (sim0's table
+ * lock); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_dm_map(rshare_dm *dm, void **addr);
+
+/**
+ * Unmap what rshare_dm_map() mapped (a no-op when nothing is); the address
+ * must not be used afterwards. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_dm_unmap(rshare_dm *dm);
+
+/* ------------------------------------------------------------------ */
+/* Shared buffers (since 1.2)                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A shared buffer is memory in a sealed memfd plus one MR over it on a PD:
+ * N processes work on ONE piece of memory, registered ONCE, each touching
+ * its bytes and posting work on it with the same keys. The allocator
+ * registers the MR over its own mapping; importers receive the blob and the
+ * memfd (rshare_channel_sendv() carries both), map the same pages and
+ * import the MR (hardware: ibv_import_mr). Work requests use the MR's
+ * registered address, the allocator's: rshare_mr_attrs() of
+ * rshare_buf_mr() gives it, and an importer turns its own pointer p into
+ * that address as addr + (p - ptr), ptr being rshare_buf_ptr()'s.
+ * rshare_buf_free() deregisters the MR for every process; the memory lives
+ * until the last process unmaps it (unimport or free) and closes its fd.
+ * Needs RSHARE_CAP_BUF (every device that shares MRs).
+ */
+
+/**
+ * Allocate a shared buffer of len bytes (zeroed) on pd: a memfd sealed
+ * against resizing, mapped read-write into this process, and an MR with
+ * access (RSHARE_ACCESS_* flags) registered over that mapping. The buffer
+ * keeps pd busy as an MR does. On success *out is a new handle. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (out NULL, len 0, unknown access
+ * flags); RSHARE_E_STALE (pd); RSHARE_E_NOT_FOUND (the PD was freed);
+ * RSHARE_E_UNSUPPORTED (a device without RSHARE_CAP_BUF); RSHARE_E_NOMEM
+ * (no memory for the memfd or the mapping); RSHARE_E_PERM; RSHARE_E_BUSY
+ * (sim0's table lock); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_buf_alloc(rshare_pd *pd, size_t len, uint32_t access, rshare_buf **out);
+
+/**
+ * Export buf as a blob (at most RSHARE_BLOB_MAX bytes) with the (buf, cap,
+ * len) convention: the MR's fields plus the memfd's size and identity.
+ * Send it with the memfd (rshare_buf_fd()). Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOSPACE.
+ */
+RSHARE_API int rshare_buf_export(const rshare_buf *buf, void *blob, size_t cap, size_t *len);
+
+/**
+ * The buffer's memfd, stored in *fd. Borrowed: owned by buf, valid until
+ * it is unimported or freed; never close it yourself (dup it to keep it).
+ * Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_buf_fd(const rshare_buf *buf, int *fd);
+
+/**
+ * Import a buffer from its blob and its memfd fd into pd, the PD it was
+ * allocated on (imported first): fd is checked to be the buffer's memory
+ * (a memfd sealed against resizing and not against writes, of the blob's
+ * size and inode), duplicated (the caller keeps fd) and mapped, and the
+ * MR imported. On success *out is a new handle. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (NULL blob or out, fd negative or not
+ * open); RSHARE_E_STALE (pd); RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION;
+ * RSHARE_E_BLOB_KIND (not a buffer blob); RSHARE_E_DEVICE_MISMATCH
+ * (another device or table, or another PD than the buffer's);
+ * RSHARE_E_FD_MISMATCH (fd is not the buffer's memory: a regular file,
+ * another memfd, another size; the message says which); RSHARE_E_NOT_FOUND
+ * (the buffer was freed); RSHARE_E_UNSUPPORTED; RSHARE_E_NOMEM;
+ * RSHARE_E_IO.
+ */
+RSHARE_API int rshare_buf_import(rshare_pd *pd, const void *blob, size_t len, int fd,
+				 rshare_buf **out);
+
+/**
+ * This process's mapping of the buffer: its address in *ptr and, when len
+ * is not NULL, its size in *len. Valid until the buffer is unimported or
+ * freed here. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (buf or ptr NULL); RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_buf_ptr(const rshare_buf *buf, void **ptr, size_t *len);
+
+/**
+ * The buffer's MR, stored in *mr: for its keys and registered address
+ * (rshare_mr_attrs()), its handle and its native struct ibv_mr. Borrowed:
+ * valid until the buffer is unimported or freed; releasing it directly
+ * (rshare_mr_unimport/dereg) answers RSHARE_E_BUSY. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_buf_mr(const rshare_buf *buf, rshare_mr **mr);
+
+/**
+ * Release this process's handle: the MR is unimported, the memory
+ * unmapped here and the fd closed; the buffer stays for the others. The
+ * handle becomes stale. Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE.
+ */
+RSHARE_API int rshare_buf_unimport(rshare_buf *buf);
+
+/**
+ * Deregister the buffer's MR for every process (a later import answers
+ * RSHARE_E_NOT_FOUND), then unmap it here and close the fd; the memory
+ * itself lives until the last process unmaps it. The handle becomes stale.
+ * Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE; RSHARE_E_NOT_FOUND
+ * (another process freed it: unimport it instead); RSHARE_E_BUSY (sim0's
+ * table lock; the buffer stays live); RSHARE_E_IO.
+ */
+RSHARE_API int rshare_buf_free(rshare_buf *buf);
+
 /* ------------------------------------------------------------------ */
 /* Blobs (byte layout: abi/BLOB-FORMAT.md)                              */
 /* ------------------------------------------------------------------ */
@@ -753,10 +886,11 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  * and the message stays queued. A message is read with two system calls (a
  * peek that takes the fd, then the read). Data that is not an rshare message
  * is refused and left queued; an rshare message with the wrong number of fds
- * (1, or since 1.2 2: the device and its ledger) is refused and dropped. A
- * fd that is not a device context is closed and refused; a second fd that
- * is not that context's ledger is closed and the context kept without it.
- * Blocks until a message comes, unless sock is non-blocking
+ * (1, or since 1.2 2: the device and its ledger) is refused and dropped,
+ * as is (since 1.2) one with extra fds, which rshare_channel_recvv() takes.
+ * A fd that is not a device context is closed and refused; a second fd
+ * that is not that context's ledger is closed and the context kept without
+ * it. Blocks until a message comes, unless sock is non-blocking
  * (O_NONBLOCK): then, while no message (or only part of its 16-byte
  * header) is queued, it returns RSHARE_E_AGAIN (rshare_last_errno()
  * EAGAIN; since 1.2, before which it was RSHARE_E_IO with EAGAIN) and
@@ -773,6 +907,37 @@ RSHARE_API int rshare_channel_send(int sock, const rshare_device *dev,
  */
 RSHARE_API int rshare_channel_recv(int sock, rshare_device **dev,
 				   void *payload, size_t cap, size_t *len);
+
+/**
+ * rshare_channel_send() plus nfds more fds (at most RSHARE_CHANNEL_FDS_MAX;
+ * fds may be NULL when nfds is 0), e.g. a shared buffer's memfd
+ * (rshare_buf_fd()): the device fd and these travel in one SCM_RIGHTS
+ * message, all or nothing. The fds are not closed. A 1.1 receiver
+ * (rshare_channel_recv()) refuses a message with extra fds with
+ * RSHARE_E_PROTOCOL and drops it; a message without is one it accepts.
+ * Since 1.2.
+ * Returns RSHARE_OK; RSHARE_E_INVAL (nfds past the limit, fds NULL with
+ * nfds > 0, a negative fd, as rshare_channel_send()); RSHARE_E_STALE;
+ * RSHARE_E_IO.
+ */
+RSHARE_API int rshare_channel_sendv(int sock, const rshare_device *dev, const int *fds,
+				    size_t nfds, const void *payload, size_t len);
+
+/**
+ * Receive one message sent by rshare_channel_sendv() (or
+ * rshare_channel_send(): no extra fds): as rshare_channel_recv(), and the
+ * extra fds stored in fds (fds_cap entries), *nfds set to their number;
+ * the caller owns them (close-on-exec). When fds_cap is too small (or fds
+ * NULL with extra fds) it returns RSHARE_E_NOSPACE with *nfds set (and
+ * *len, for a too-small payload buffer) and consumes nothing, as for the
+ * payload. A message whose fds disagree with the count its header
+ * announces is refused (RSHARE_E_PROTOCOL) and dropped, its fds closed.
+ * Since 1.2.
+ * Returns the statuses of rshare_channel_recv() (RSHARE_E_INVAL also for
+ * nfds NULL).
+ */
+RSHARE_API int rshare_channel_recvv(int sock, rshare_device **dev, int *fds, size_t fds_cap,
+				    size_t *nfds, void *payload, size_t cap, size_t *len);
 
 /* ------------------------------------------------------------------ */
 /* Broker: named shares between unrelated processes (since 1.1)         */
@@ -888,6 +1053,22 @@ RSHARE_API int rshare_broker_publish(const char *endpoint, const char *name,
 				     const rshare_publish_opts *opts, rshare_share **share);
 
 /**
+ * rshare_broker_publish() with nfds extra fds (at most
+ * RSHARE_CHANNEL_FDS_MAX; fds may be NULL when nfds is 0): shared buffers'
+ * memory (rshare_buf_fd()), which the broker keeps with the share and
+ * hands, in order, to every rshare_broker_attachv(). The broker accepts
+ * only sealed memfds (anything else: RSHARE_E_FD_MISMATCH or
+ * RSHARE_E_INVAL, nothing published); the fds stay the caller's. A 1.1
+ * broker refuses extra fds (RSHARE_E_PROTOCOL). Since 1.2.
+ * Returns the statuses of rshare_broker_publish(), and RSHARE_E_INVAL for
+ * nfds past the limit or a negative fd; RSHARE_E_FD_MISMATCH.
+ */
+RSHARE_API int rshare_broker_publishv(const char *endpoint, const char *name,
+				      const rshare_device *dev, const int *fds, size_t nfds,
+				      const void *payload, size_t len,
+				      const rshare_publish_opts *opts, rshare_share **share);
+
+/**
  * Withdraw the share this process published as share (if the broker still
  * holds it: a name withdrawn meanwhile by root, or gone with its broker,
  * is not an error) and release the handle, which becomes stale.
@@ -925,6 +1106,20 @@ RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *nam
  */
 RSHARE_API int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 				    rshare_device **dev, void *payload, size_t cap, size_t *len);
+
+/**
+ * rshare_broker_attach() for a share published with extra fds
+ * (rshare_broker_publishv()): they are stored in fds (fds_cap entries),
+ * *nfds set to their number; the caller owns them (close-on-exec). Too
+ * small an fds_cap (or fds NULL) gives RSHARE_E_NOSPACE with *nfds set and
+ * attaches nothing. rshare_broker_attach() of such a share answers
+ * RSHARE_E_PROTOCOL, naming this call, as a 1.1 library does. Since 1.2.
+ * Returns the statuses of rshare_broker_attach() (RSHARE_E_INVAL also for
+ * nfds NULL); a 1.1 broker refuses the request (RSHARE_E_PROTOCOL).
+ */
+RSHARE_API int rshare_broker_attachv(const char *endpoint, const char *name, int timeout_ms,
+				     rshare_device **dev, int *fds, size_t fds_cap, size_t *nfds,
+				     void *payload, size_t cap, size_t *len);
 
 /**
  * The shares the broker on endpoint holds, as a JSON array sorted by name,

@@ -31,6 +31,7 @@
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
+#define MAX_FDS (2 + RSHARE_CHANNEL_FDS_MAX) /* a publish's: the device's 2, the extra fds */
 
 struct share_conn {
 	int fd;
@@ -43,18 +44,24 @@ struct reply {
 	uint8_t *body;
 	int fd;
 	int ledger_fd; /* an attach reply's second fd (the device's ledger), or -1 */
+	int extra[RSHARE_CHANNEL_FDS_MAX]; /* an attach reply's extra fds (1.2) */
+	int nextra;
 };
 
-/* Send a request with nfds fds (0, or a device's 1 or 2) attached. */
-static int send_request(int sock, const uint8_t *msg, size_t len, const int *fds, int nfds)
+/* Send a request with nfds fds attached (0, or a device's 1 or 2 then, for
+ * a publish, its extra fds). */
+static int send_request(int sock, const uint8_t *msg, size_t len, const int *fds, size_t nfds)
 {
-	union rs_dev_fds_cmsg ctl;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+	} ctl;
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t r;
 
 	if (nfds)
-		rs_cmsg_attach_fds(&m, &ctl, fds, nfds);
+		rs_cmsg_attach_fds(&m, ctl.buf, sizeof(ctl.buf), fds, nfds);
 	do
 		r = sendmsg(sock, &m, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -118,10 +125,11 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	struct iovec iov = { rx, RX_MAX };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf) };
-	int fds[RS_SCM_MAX_FD], nfds, status;
+	int fds[RS_SCM_MAX_FD], nfds, ndev, status;
 	ssize_t r;
 
 	rep->fd = rep->ledger_fd = -1;
+	rep->nextra = 0;
 	status = wait_readable(sock, timeout_ms);
 	if (status)
 		return status;
@@ -148,18 +156,24 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && (rep->h.status > 0 || rep->h.status < -255))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply with status %d",
 				 rep->h.status);
-	/* An attach reply carries the device fd and, since 1.2, its ledger's. */
-	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH ? 2 : 0))
+	/* An attach reply: the device's fds (its command fd and, with
+	 * RSB_FLAG_LEDGER, its ledger's), then the share's extra fds (1.2). */
+	ndev = rep->h.flags & RSB_FLAG_LEDGER ? 2 : 1;
+	if (!status && nfds > (rep->h.status == RSHARE_OK && want == RSB_ATTACH
+				       ? ndev + RSHARE_CHANNEL_FDS_MAX : 0))
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker reply carried %d fds", nfds);
-	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < 1)
-		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply without a device fd");
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < ndev)
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with %d fd(s), "
+				 "the device's %d expected first", nfds, ndev);
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
 	}
 	rep->body = rx + RSB_HDR;
 	rep->fd = nfds ? fds[0] : -1;
-	rep->ledger_fd = nfds == 2 ? fds[1] : -1;
+	rep->ledger_fd = ndev == 2 && nfds >= 2 ? fds[1] : -1;
+	for (int i = ndev; i < nfds; i++) /* none in a failure reply (checked above) */
+		rep->extra[rep->nextra++] = fds[i];
 	return RSHARE_OK;
 }
 
@@ -196,6 +210,7 @@ static bool documented(uint8_t want, int32_t st)
 	case RSHARE_E_PROTOCOL:
 		return true;
 	case RSHARE_E_NODEV:
+	case RSHARE_E_FD_MISMATCH: /* an extra fd that is no sealed memfd (1.2) */
 		return want == RSB_PUBLISH;
 	case RSHARE_E_NOT_FOUND:
 	case RSHARE_E_PERM:
@@ -411,9 +426,9 @@ static int read_opts(const rshare_publish_opts *o, uint32_t *flags, const uint32
 	return RSHARE_OK;
 }
 
-int rshare_broker_publish(const char *endpoint, const char *name, const rshare_device *dev,
-			  const void *payload, size_t len, const rshare_publish_opts *opts,
-			  rshare_share **share)
+static int publish(const char *endpoint, const char *name, const rshare_device *dev,
+		   const int *fds, size_t nfds, const void *payload, size_t len,
+		   const rshare_publish_opts *opts, rshare_share **share)
 {
 	const uint32_t *uids, *gids;
 	uint32_t flags, nu, ng;
@@ -425,33 +440,42 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 	int s, status;
 
 	if (!share)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "share is NULL"));
+		return rs_fail(RSHARE_E_INVAL, 0, "share is NULL");
 	if (len > RSHARE_PAYLOAD_MAX || (!payload && len))
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes%s (at most %d)", len,
-				  payload ? "" : " at NULL", RSHARE_PAYLOAD_MAX));
+		return rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes%s (at most %d)", len,
+			       payload ? "" : " at NULL", RSHARE_PAYLOAD_MAX);
+	if (nfds > RSHARE_CHANNEL_FDS_MAX || (!fds && nfds))
+		return rs_fail(RSHARE_E_INVAL, 0, "%zu extra fds%s (at most %d)", nfds,
+			       fds ? "" : " at NULL", RSHARE_CHANNEL_FDS_MAX);
+	for (size_t i = 0; i < nfds; i++)
+		if (fds[i] < 0)
+			return rs_fail(RSHARE_E_INVAL, 0, "fds[%zu] is %d", i, fds[i]);
 	status = check_name(name);
 	if (!status)
 		status = read_opts(opts, &flags, &uids, &nu, &gids, &ng);
 	if (status)
-		RS_RETURN(status);
+		return status;
 	buf = malloc(RX_MAX > RSB_MSG_MAX ? RX_MAX : RSB_MSG_MAX);
 	sc = calloc(1, sizeof(*sc));
 	if (!buf || !sc) {
 		free(buf);
 		free(sc);
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a share"));
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate a share");
 	}
 	status = rs_pin(dev, RS_OBJ_DEVICE, &dslot);
 	if (status)
 		goto out;
 	n = rsb_encode_publish(buf, name, flags & RSHARE_PUBLISH_PERSISTENT ? RSB_PUB_PERSISTENT : 0,
-			       uids, nu, gids, ng, payload, (uint32_t)len);
+			       uids, nu, gids, ng, (uint32_t)nfds, payload, (uint32_t)len);
 	status = rsb_connect(endpoint, &s);
 	if (!status) {
 		/* Pinned while sending: the fd cannot be closed under us. */
-		int dfds[2];
+		int dfds[2 + RSHARE_CHANNEL_FDS_MAX];
+		int ndev = rs_ctx_fds(&dslot->u.dev->ctx, dfds);
 
-		status = send_request(s, buf, n, dfds, rs_ctx_fds(&dslot->u.dev->ctx, dfds));
+		for (size_t i = 0; i < nfds; i++)
+			dfds[ndev + (int)i] = fds[i];
+		status = send_request(s, buf, n, dfds, (size_t)ndev + nfds);
 		rs_unpin(dslot);
 		status = after_send(s, status, RSB_PUBLISH, REPLY_MS, buf, &rep);
 		if (!status && rep.h.status)
@@ -473,7 +497,21 @@ int rshare_broker_publish(const char *endpoint, const char *name, const rshare_d
 out:
 	free(buf);
 	free(sc);
-	RS_RETURN(status);
+	return status;
+}
+
+int rshare_broker_publish(const char *endpoint, const char *name, const rshare_device *dev,
+			  const void *payload, size_t len, const rshare_publish_opts *opts,
+			  rshare_share **share)
+{
+	RS_RETURN(publish(endpoint, name, dev, NULL, 0, payload, len, opts, share));
+}
+
+int rshare_broker_publishv(const char *endpoint, const char *name, const rshare_device *dev,
+			   const int *fds, size_t nfds, const void *payload, size_t len,
+			   const rshare_publish_opts *opts, rshare_share **share)
+{
+	RS_RETURN(publish(endpoint, name, dev, fds, nfds, payload, len, opts, share));
 }
 
 int rshare_broker_withdraw(rshare_share *share)
@@ -527,13 +565,42 @@ int rshare_broker_withdraw_name(const char *endpoint, const char *name)
 	RS_RETURN(status);
 }
 
+/* Where an attach puts the share's extra fds: NULL for rshare_broker_attach,
+ * which asks for none (a share with extra fds is refused by the broker). */
+struct attach_fds {
+	int *fds;
+	size_t cap, *n;
+};
+
+/* Let go of what an attach reply carried (the device fd, extra fds). */
+static void drop_reply_fds(struct reply *rep)
+{
+	rs_close_untrusted(rep->fd);
+	rs_close_untrusted(rep->ledger_fd);
+	rep->fd = rep->ledger_fd = -1;
+	for (int i = 0; i < rep->nextra; i++)
+		rs_close_untrusted(rep->extra[i]);
+	rep->nextra = 0;
+}
+
 /* What an attach reply means for the caller: the share (the device fd
- * adopted into *dev, taken whatever happens) or the broker's refusal. */
+ * adopted into *dev, taken whatever happens, and its extra fds into x) or
+ * the broker's refusal. */
 static int attach_result(struct reply *rep, uint32_t wire_cap, rshare_device **dev,
-			 void *payload, size_t cap, size_t *len)
+			 const struct attach_fds *x, void *payload, size_t cap, size_t *len)
 {
 	int status;
 
+	if (!rep->h.status && rep->nextra && (!x || !x->fds || x->cap < (size_t)rep->nextra)) {
+		int n = rep->nextra;
+
+		drop_reply_fds(rep); /* nothing attached: the share stays for a retry */
+		if (!x)
+			return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %d extra fds unasked", n);
+		*x->n = (size_t)n;
+		return rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu fds, the share has %d "
+			       "(nothing attached)", x->fds ? x->cap : 0, n);
+	}
 	if (rep->h.status == RSHARE_E_NOSPACE && rep->h.len == 4 &&
 	    rs_get32(rep->body) > wire_cap && rs_get32(rep->body) <= RSHARE_PAYLOAD_MAX) {
 		*len = rs_get32(rep->body);
@@ -544,49 +611,69 @@ static int attach_result(struct reply *rep, uint32_t wire_cap, rshare_device **d
 	if (rep->h.status)
 		return reply_failure(rep, RSB_ATTACH); /* NOSPACE without its length too */
 	if (rep->h.len > wire_cap) {
-		rs_close_untrusted(rep->fd);
-		rs_close_untrusted(rep->ledger_fd);
-		rep->fd = rep->ledger_fd = -1;
+		drop_reply_fds(rep);
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "broker sent %u bytes for a %u-byte buffer",
 			       rep->h.len, wire_cap);
 	}
-	/* takes both fds */
+	/* takes the device's fds (both, with a ledger) */
 	status = rs_device_adopt_received(rep->fd, rep->ledger_fd, (void **)dev);
 	rep->fd = rep->ledger_fd = -1;
-	if (!status) {
-		if (rep->h.len)
-			memcpy(payload, rep->body, rep->h.len);
-		*len = rep->h.len;
+	if (status) {
+		drop_reply_fds(rep);
+		return status;
 	}
+	for (int i = 0; i < rep->nextra; i++)
+		x->fds[i] = rep->extra[i]; /* the caller's now */
+	if (x)
+		*x->n = (size_t)rep->nextra;
+	rep->nextra = 0;
+	if (rep->h.len)
+		memcpy(payload, rep->body, rep->h.len);
+	*len = rep->h.len;
+	return RSHARE_OK;
+}
+
+static int attach(const char *endpoint, const char *name, int timeout_ms, rshare_device **dev,
+		  const struct attach_fds *x, void *payload, size_t cap, size_t *len)
+{
+	uint32_t wire_cap = !payload ? 0 : cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+	struct reply rep;
+	uint8_t *buf;
+	size_t n;
+	int status;
+
+	if (!dev || !len || (x && !x->n))
+		return rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : !len ? "len" : "nfds");
+	status = check_name(name);
+	if (status)
+		return status;
+	buf = malloc(RX_MAX);
+	if (!buf)
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory");
+	/* With x, the header says extra fds are welcome (RSB_FLAG_FDS). */
+	n = rsb_encode_attach(buf, name, timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
+			      wire_cap, x ? RSB_FLAG_FDS : 0);
+	status = transact_kept(endpoint, buf, n, RSB_ATTACH,
+			       timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf, &rep);
+	if (!status)
+		status = attach_result(&rep, wire_cap, dev, x, payload, cap, len);
+	free(buf);
 	return status;
 }
 
 int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 			 rshare_device **dev, void *payload, size_t cap, size_t *len)
 {
-	uint32_t wire_cap = !payload ? 0 : cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
-	struct reply rep;
-	uint8_t *buf;
-	int status;
+	RS_RETURN(attach(endpoint, name, timeout_ms, dev, NULL, payload, cap, len));
+}
 
-	if (!dev || !len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : "len"));
-	status = check_name(name);
-	if (status)
-		RS_RETURN(status);
-	buf = malloc(RX_MAX);
-	if (!buf)
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "out of memory"));
-	status = transact_kept(endpoint, buf,
-			  rsb_encode_attach(buf, name,
-					    timeout_ms < 0 ? RSB_WAIT_FOREVER : (uint32_t)timeout_ms,
-					    wire_cap),
-			  RSB_ATTACH, timeout_ms < 0 ? -1 : (int64_t)timeout_ms + REPLY_MS, buf,
-			  &rep);
-	if (!status)
-		status = attach_result(&rep, wire_cap, dev, payload, cap, len);
-	free(buf);
-	RS_RETURN(status);
+int rshare_broker_attachv(const char *endpoint, const char *name, int timeout_ms,
+			  rshare_device **dev, int *fds, size_t fds_cap, size_t *nfds,
+			  void *payload, size_t cap, size_t *len)
+{
+	struct attach_fds x = { fds, fds_cap, nfds };
+
+	RS_RETURN(attach(endpoint, name, timeout_ms, dev, &x, payload, cap, len));
 }
 
 /* A request of type (RSB_LIST, RSB_WAITING) answered by a JSON text,
@@ -717,7 +804,7 @@ int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_at
 		RS_RETURN(status);
 	}
 	status = send_request(op->fd, op->rx,
-			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX),
+			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX, 0),
 			      NULL, 0);
 	if (!status)
 		status = rs_slot_reserve(&slot);
@@ -822,7 +909,7 @@ int rshare_attach_finish(rshare_attach *h, rshare_device **dev, void *payload, s
 				 "%u needed (the share is kept)", payload ? cap : 0,
 				 op->rep.h.len);
 	} else if (!status) {
-		status = attach_result(&op->rep, RSHARE_PAYLOAD_MAX, dev, payload, cap, len);
+		status = attach_result(&op->rep, RSHARE_PAYLOAD_MAX, dev, NULL, payload, cap, len);
 		op->over = true;
 	} else if (status != RSHARE_E_AGAIN && status != RSHARE_E_STALE) {
 		op->over = true; /* the connection failed */

@@ -98,8 +98,11 @@ static int parse_publish(const uint8_t *b, size_t n, struct rsb_request *req)
 	req->payload_len = rs_get32(b + 12);
 	if (req->flags & ~RSB_PUB_PERSISTENT)
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "unknown publish flags 0x%x", req->flags);
-	if (rs_get16(b + 10) != 0)
-		return rs_fail(RSHARE_E_PROTOCOL, 0, "reserved publish field is not 0");
+	/* 0 before 1.2 (reserved): a 1.1 broker refuses extra fds cleanly. */
+	req->n_extra = rs_get16(b + 10);
+	if (req->n_extra > RSHARE_CHANNEL_FDS_MAX)
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "publish announces %u extra fds (at most %d)",
+			       req->n_extra, RSHARE_CHANNEL_FDS_MAX);
 	if (req->n_uids > RSHARE_SHARE_IDS_MAX || req->n_gids > RSHARE_SHARE_IDS_MAX)
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "%u uids and %u gids listed (at most %d each)",
 			       req->n_uids, req->n_gids, RSHARE_SHARE_IDS_MAX);
@@ -164,8 +167,9 @@ int rsb_parse_request(const uint8_t *msg, size_t len, struct rsb_request *req)
 		return status;
 	memset(req, 0, sizeof(*req));
 	req->type = h.type;
-	if (h.flags != 0 || h.status != 0)
+	if ((h.flags & ~(h.type == RSB_ATTACH ? RSB_FLAG_FDS : 0u)) || h.status != 0)
 		return rs_fail(RSHARE_E_PROTOCOL, 0, "request with flags or status set");
+	req->hflags = h.flags;
 	switch (h.type) {
 	case RSB_PUBLISH:
 		return parse_publish(msg + RSB_HDR, h.len, req);
@@ -184,7 +188,7 @@ int rsb_parse_request(const uint8_t *msg, size_t len, struct rsb_request *req)
 
 size_t rsb_encode_publish(uint8_t *buf, const char *name, uint32_t flags,
 			  const uint32_t *uids, uint32_t n_uids, const uint32_t *gids,
-			  uint32_t n_gids, const void *payload, uint32_t len)
+			  uint32_t n_gids, uint32_t n_extra, const void *payload, uint32_t len)
 {
 	size_t name_len = strlen(name);
 	uint8_t *b = buf + RSB_HDR;
@@ -195,7 +199,7 @@ size_t rsb_encode_publish(uint8_t *buf, const char *name, uint32_t flags,
 	rs_put16(b + 4, (uint16_t)name_len);
 	rs_put16(b + 6, (uint16_t)n_uids);
 	rs_put16(b + 8, (uint16_t)n_gids);
-	rs_put16(b + 10, 0);
+	rs_put16(b + 10, (uint16_t)n_extra);
 	rs_put32(b + 12, len);
 	b += RSB_PUBLISH_FIXED;
 	memcpy(b, name, name_len);
@@ -209,12 +213,13 @@ size_t rsb_encode_publish(uint8_t *buf, const char *name, uint32_t flags,
 	return RSB_HDR + body;
 }
 
-size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap)
+size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap,
+			 uint8_t hflags)
 {
 	size_t name_len = strlen(name);
 	uint8_t *b = buf + RSB_HDR;
 
-	rsb_put_header(buf, RSB_ATTACH, 0, (uint32_t)(RSB_ATTACH_FIXED + name_len), 0);
+	rsb_put_header(buf, RSB_ATTACH, hflags, (uint32_t)(RSB_ATTACH_FIXED + name_len), 0);
 	rs_put32(b, timeout_ms);
 	rs_put32(b + 4, cap);
 	rs_put16(b + 8, (uint16_t)name_len);

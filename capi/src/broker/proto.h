@@ -32,6 +32,11 @@ enum rsb_type {
 };
 
 #define RSB_FLAG_MORE 1u             /* header: another reply message follows */
+#define RSB_FLAG_FDS 2u              /* attach request header (1.2): the reply may carry
+				      * a share's extra fds (a 1.1 broker refuses the flag) */
+#define RSB_FLAG_LEDGER 4u           /* attach reply header (1.2): the device's fds are two,
+				      * its command fd and its ledger's; the fds after
+				      * the device's are the share's extra fds */
 #define RSB_PUB_PERSISTENT 1u        /* publish body flags */
 #define RSB_WD_OWN 1u                /* withdraw: only a share this connection published */
 #define RSB_WAIT_FOREVER 0xffffffffu /* attach timeout */
@@ -56,10 +61,12 @@ struct rsb_header {
  * message that was parsed. */
 struct rsb_request {
 	uint8_t type;
+	uint8_t hflags; /* the header's flags: RSB_FLAG_FDS on an attach */
 	uint32_t flags;
 	char name[RSHARE_SHARE_NAME_MAX + 1];
 	uint32_t timeout_ms, cap;
 	uint32_t n_uids, n_gids;
+	uint32_t n_extra; /* publish (1.2): how many of its fds are extra (the last ones) */
 	uint32_t uids[RSHARE_SHARE_IDS_MAX], gids[RSHARE_SHARE_IDS_MAX];
 	const uint8_t *payload;
 	uint32_t payload_len;
@@ -78,8 +85,10 @@ int rsb_check_name(const char *name, size_t len);
  * return its length. The arguments were validated by the caller. */
 size_t rsb_encode_publish(uint8_t *buf, const char *name, uint32_t flags,
 			  const uint32_t *uids, uint32_t n_uids, const uint32_t *gids,
-			  uint32_t n_gids, const void *payload, uint32_t len);
-size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap);
+			  uint32_t n_gids, uint32_t n_extra, const void *payload, uint32_t len);
+/* hflags: the header's flags, RSB_FLAG_FDS or 0. */
+size_t rsb_encode_attach(uint8_t *buf, const char *name, uint32_t timeout_ms, uint32_t cap,
+			 uint8_t hflags);
 size_t rsb_encode_withdraw(uint8_t *buf, const char *name, uint32_t flags);
 size_t rsb_encode_list(uint8_t *buf);
 /* A request without a body (RSB_LIST, RSB_WAITING). */

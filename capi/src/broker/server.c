@@ -34,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@
 #include "util/error.h"
 #include "util/fdutil.h"
 #include "util/le.h"
+#include "util/memfd.h"
 
 #define BUCKETS 1024
 #define MAX_CONNS 4096     /* at most; fewer when the fd limit is lower (conn_limit) */
@@ -63,6 +65,8 @@ struct share {
 	rshare_device *dev;      /* the broker's reference to the context */
 	int dev_fds[2]; /* the device's command fd and its ledger's (rs_ctx_fds) */
 	int ndev_fds;
+	int fds[RSHARE_CHANNEL_FDS_MAX]; /* extra fds (sealed memfds: buffers), since 1.2 */
+	int nfds;
 	uint8_t *payload;
 	uint32_t len;
 	char blobs[96];          /* JSON: the payload's blob kinds, or null */
@@ -90,6 +94,7 @@ struct conn {
 	uint64_t wait_deadline;  /* ms; UINT64_MAX: no limit */
 	uint64_t wait_since;     /* ms; when the wait began */
 	uint32_t wait_cap;
+	bool wait_fds;           /* the waiting attach takes extra fds (RSB_FLAG_FDS) */
 	char wait_name[RSHARE_SHARE_NAME_MAX + 1];
 	bool listing;            /* a list reply is being sent, from list_after on */
 	bool list_started;       /* its first chunk (the '[') went */
@@ -178,6 +183,8 @@ static void drop_share(struct rsb_server *s, struct share **p)
 	if (sh->publisher)
 		sh->publisher->nshares--;
 	rshare_device_close(sh->dev);
+	for (int k = 0; k < sh->nfds; k++)
+		rs_close_untrusted(sh->fds[k]); /* another process's files: off this thread */
 	s->payload_bytes -= sh->len;
 	free(sh->payload);
 	free(sh);
@@ -186,13 +193,16 @@ static void drop_share(struct rsb_server *s, struct share **p)
 
 /* ---- replies ---- */
 
-/* Send one reply message now, with nfds fds (0, or a device's 1 or 2)
- * attached. A client whose socket is full is not reading its replies: it
- * is dropped. */
+/* Send one reply message now, with nfds fds (0, or a device's 1 or 2 then
+ * a share's extra fds) attached. A client whose socket is full is not
+ * reading its replies: it is dropped. */
 static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status,
 		     const void *body, size_t len, const int *fds, int nfds)
 {
-	union rs_dev_fds_cmsg ctl;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+	} ctl;
 	uint8_t hdr[RSB_HDR];
 	struct iovec iov[2] = { { hdr, RSB_HDR }, { (void *)body, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
@@ -201,8 +211,8 @@ static void send_msg(struct conn *c, uint8_t type, uint8_t flags, int32_t status
 	if (c->dead)
 		return;
 	rsb_put_header(hdr, type, flags, (uint32_t)len, status);
-	if (nfds)
-		rs_cmsg_attach_fds(&msg, &ctl, fds, nfds);
+	if (nfds > 0)
+		rs_cmsg_attach_fds(&msg, ctl.buf, sizeof(ctl.buf), fds, (size_t)nfds);
 	do
 		r = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -247,9 +257,10 @@ static bool allowed(const struct share *sh, const struct conn *c)
 	return false;
 }
 
-/* Hand sh to the attacher c, or say why not. */
-static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
+/* Hand sh to the attacher c (with_fds: it takes extra fds), or say why not. */
+static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool with_fds)
 {
+	int fds[2 + RSHARE_CHANNEL_FDS_MAX];
 	uint8_t need[4];
 
 	c->waiting = false;
@@ -268,8 +279,18 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap)
 		send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_E_NOSPACE, need, 4, NULL, 0);
 		return;
 	}
-	send_msg(c, RSB_ATTACH | RSB_REPLY, 0, RSHARE_OK, sh->payload, sh->len, sh->dev_fds,
-		 sh->ndev_fds);
+	if (sh->nfds && !with_fds) {
+		send_error(c, RSB_ATTACH, RSHARE_E_PROTOCOL,
+			   "share \"%s\" carries %d fd(s) besides the device "
+			   "(a buffer's memory): attach with rshare_broker_attachv", sh->name,
+			   sh->nfds);
+		return;
+	}
+	/* The device's fds (RSB_FLAG_LEDGER: two), then the extra fds. */
+	memcpy(fds, sh->dev_fds, (size_t)sh->ndev_fds * sizeof(int));
+	memcpy(fds + sh->ndev_fds, sh->fds, (size_t)sh->nfds * sizeof(int));
+	send_msg(c, RSB_ATTACH | RSB_REPLY, sh->ndev_fds == 2 ? RSB_FLAG_LEDGER : 0, RSHARE_OK,
+		 sh->payload, sh->len, fds, sh->ndev_fds + sh->nfds);
 	if (!c->dead)
 		sh->attaches++;
 }
@@ -327,13 +348,32 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 {
 	struct share **slot = find_slot(s, r->name), *sh;
 	rshare_device *dev;
-	int status;
+	int status, ndev;
 
-	if (nfds != 1 && nfds != 2) {
+	/* The publish announces how many of its fds are extra (the last
+	 * ones); the device's are the rest: 1 or 2 (command fd, ledger). */
+	ndev = nfds - (int)r->n_extra;
+	if (ndev != 1 && ndev != 2) {
 		send_error(c, RSB_PUBLISH, RSHARE_E_PROTOCOL,
-			   "publish carried %d fds, 1 or 2 (device, ledger) expected", nfds);
+			   "publish carried %d fds with %u extra, so %d for the device: "
+			   "1 or 2 (device, ledger) expected", nfds, r->n_extra, ndev);
 		c->dead = true;
 		return;
+	}
+	/* Extra fds are buffers' memory: sealed memfds, nothing else (no
+	 * socket or pipe is kept and handed out). */
+	for (int i = ndev; i < nfds; i++) {
+		struct stat st;
+
+		status = fstat(fds[i], &st) ? rs_fail(RSHARE_E_INVAL, errno, "fd %d", i)
+					    : rs_memfd_check(fds[i], (uint64_t)st.st_size,
+							     (uint64_t)st.st_dev,
+							     (uint64_t)st.st_ino);
+		if (status) {
+			rs_fail_context(status, "publish: extra fd %d", i - ndev);
+			send_error(c, RSB_PUBLISH, status, "%s", rs_last_error());
+			return;
+		}
 	}
 	if (*slot) {
 		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY,
@@ -364,8 +404,8 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		return;
 	}
 	/* Validates the fd: a device context the library can import. */
-	status = rs_device_adopt_received(fds[0], nfds == 2 ? fds[1] : -1, (void **)&dev);
-	fds[0] = fds[nfds - 1] = -1; /* taken, even on failure */
+	status = rs_device_adopt_received(fds[0], ndev == 2 ? fds[1] : -1, (void **)&dev);
+	fds[0] = fds[ndev - 1] = -1; /* taken, even on failure */
 	if (status) {
 		free(sh->payload);
 		free(sh);
@@ -385,6 +425,10 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 		}
 	}
 	sh->dev = dev;
+	for (int i = ndev; i < nfds; i++) { /* taken */
+		sh->fds[sh->nfds++] = fds[i];
+		fds[i] = -1;
+	}
 	memcpy(sh->name, r->name, sizeof(sh->name));
 	if (r->payload_len)
 		memcpy(sh->payload, r->payload, r->payload_len);
@@ -413,7 +457,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	for (size_t i = 0; i < s->nconns; i++) {
 		struct conn *w = s->conns[i];
 		if (w->waiting && !w->dead && strcmp(w->wait_name, sh->name) == 0)
-			serve_attach(sh, w, w->wait_cap);
+			serve_attach(sh, w, w->wait_cap, w->wait_fds);
 	}
 }
 
@@ -422,7 +466,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	struct share *sh = *find_slot(s, r->name);
 
 	if (sh) {
-		serve_attach(sh, c, r->cap);
+		serve_attach(sh, c, r->cap, r->hflags & RSB_FLAG_FDS);
 		return;
 	}
 	if (r->timeout_ms == 0) {
@@ -431,6 +475,7 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	}
 	c->waiting = true;
 	c->wait_cap = r->cap;
+	c->wait_fds = r->hflags & RSB_FLAG_FDS;
 	c->wait_since = now_ms();
 	c->wait_deadline = r->timeout_ms == RSB_WAIT_FOREVER ? UINT64_MAX
 							     : now_ms() + r->timeout_ms;

@@ -39,6 +39,8 @@ uint64_t rs_blob_get(const struct rs_blob *b, int field)
 	case RSHARE_FIELD_LKEY: return b->lkey;
 	case RSHARE_FIELD_RKEY: return b->rkey;
 	case RSHARE_FIELD_ACCESS: return b->access;
+	case RSHARE_FIELD_MEM_DEV: return b->mem_dev;
+	case RSHARE_FIELD_MEM_INO: return b->mem_ino;
 	default: return 0;
 	}
 }

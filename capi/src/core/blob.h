@@ -49,8 +49,9 @@ struct rs_blob {
 	uint32_t page_id;  /* VAR only */
 	uint64_t length;   /* VAR (a u32 on the wire), MR, DM */
 	uint64_t mmap_off; /* VAR only */
-	uint32_t pd_handle, lkey, rkey, access; /* MR only */
-	uint64_t pd_serial, addr;               /* MR only */
+	uint32_t pd_handle, lkey, rkey, access; /* MR, buffer */
+	uint64_t pd_serial, addr;               /* MR, buffer */
+	uint64_t mem_dev, mem_ino;              /* buffer: its memfd's identity */
 	uint16_t priv_len;
 	uint8_t priv[RS_PRIV_MAX];
 	bool has_ledger;   /* flag LEDGER: ledger is the handle's ledger serial */
@@ -66,7 +67,7 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b);
 
 /* Every enum rshare_field: its JSON key, and whether rshare_blob_describe()
  * writes it as a hex string. */
-#define RS_NFIELDS (RSHARE_FIELD_ACCESS + 1)
+#define RS_NFIELDS (RSHARE_FIELD_MEM_INO + 1)
 struct rs_field_name {
 	const char *name;
 	bool hex;

@@ -22,6 +22,8 @@ const struct rs_field_name rs_field_names[RS_NFIELDS] = {
 	[RSHARE_FIELD_LKEY] = { "lkey", false },
 	[RSHARE_FIELD_RKEY] = { "rkey", false },
 	[RSHARE_FIELD_ACCESS] = { "access", false },
+	[RSHARE_FIELD_MEM_DEV] = { "mem_dev", false },
+	[RSHARE_FIELD_MEM_INO] = { "mem_ino", false },
 };
 
 /* Does a blob of kind k carry field? The common fields every blob has;

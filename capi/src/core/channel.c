@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The channel: one message = a 16-byte header, the payload, and the device
- * fd as SCM_RIGHTS ancillary data on the first byte, followed (since 1.2)
- * by its ledger's fd when the context has a ledger (ledger.h). A 1.1
- * receiver refuses a message with two fds cleanly: RSHARE_E_PROTOCOL
- * ("exactly 1 expected"), the message and both fds dropped, nothing
- * adopted; contexts without a ledger (sim0, hardware from a bare fd) still
- * send one fd, which every version reads.
+ * fd (then, since 1.2, its ledger's fd when the context has a ledger,
+ * ledger.h, and up to RSHARE_CHANNEL_FDS_MAX extra fds) as one SCM_RIGHTS
+ * ancillary message on the first byte. The header's last word counts the
+ * extra fds, so the device's are the rest: total - extra, which must be 1
+ * (command fd) or 2 (command fd, ledger). A 1.1 receiver refuses a message
+ * with more than one fd cleanly: RSHARE_E_PROTOCOL ("exactly 1 expected"),
+ * the message and its fds dropped, nothing adopted; contexts without a
+ * ledger (sim0, hardware from a bare fd) sending no extra fds still send
+ * one fd, which every version reads.
  *
  * Header (little-endian): magic "RSHC", u16 version (1), u16 flags (0),
- * u32 payload length, u32 reserved (0).
+ * u32 payload length, u32 extra fds (0 before 1.2, which ignores the
+ * field: a 1.1 receiver counts the fds, finds more than one and drops the
+ * message as malformed, so a message with extra fds fails cleanly there).
  *
  * The receiver peeks at the header first, with room for the fds: a peek
  * leaves the message queued but installs copies of its fds, so the
@@ -36,16 +41,18 @@
 #define CH_MAGIC "RSHC"
 #define CH_VERSION 1
 #define CH_HDR 16
-#define CH_MAX_FDS 8 /* room to see (and close) a peer's extra fds */
+/* The device's fds (command, ledger), the extra fds, and room to see (and close) one more a
+ * peer may have added. */
+#define CH_MAX_FDS (2 + RSHARE_CHANNEL_FDS_MAX + 1)
 #define PIECE_MS 5000 /* a stream message's next piece, on a non-blocking socket */
 
-static void make_header(uint8_t *h, uint32_t len)
+static void make_header(uint8_t *h, uint32_t len, uint32_t nfds)
 {
 	memcpy(h, CH_MAGIC, 4);
 	rs_put16(h + 4, CH_VERSION);
 	rs_put16(h + 6, 0);
 	rs_put32(h + 8, len);
-	rs_put32(h + 12, 0);
+	rs_put32(h + 12, nfds);
 }
 
 static int send_rest(int sock, const uint8_t *p, size_t n)
@@ -62,31 +69,46 @@ static int send_rest(int sock, const uint8_t *p, size_t n)
 	return RSHARE_OK;
 }
 
-int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
-			size_t len)
+static int send_message(int sock, const rshare_device *dev, const int *fds, size_t nfds,
+			const void *payload, size_t len)
 {
-	union rs_dev_fds_cmsg ctl;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE((2 + RSHARE_CHANNEL_FDS_MAX) * sizeof(int))];
+	} ctl;
+	int all[2 + RSHARE_CHANNEL_FDS_MAX];
 	uint8_t hdr[CH_HDR];
 	struct iovec iov[2] = { { hdr, CH_HDR }, { (void *)payload, len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 	struct rs_slot *slot;
 	size_t sent;
 	ssize_t r;
-	int status, fds[2];
+	int status, ndev;
 
 	if (sock < 0)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "socket %d is negative", sock));
+		return rs_fail(RSHARE_E_INVAL, 0, "socket %d is negative", sock);
 	if (len > RSHARE_PAYLOAD_MAX)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes exceeds %d",
-				  len, RSHARE_PAYLOAD_MAX));
+		return rs_fail(RSHARE_E_INVAL, 0, "payload of %zu bytes exceeds %d", len,
+			       RSHARE_PAYLOAD_MAX);
 	if (!payload && len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "payload is NULL but len is %zu", len));
+		return rs_fail(RSHARE_E_INVAL, 0, "payload is NULL but len is %zu", len);
+	if (nfds > RSHARE_CHANNEL_FDS_MAX)
+		return rs_fail(RSHARE_E_INVAL, 0, "%zu extra fds exceed %d", nfds,
+			       RSHARE_CHANNEL_FDS_MAX);
+	if (!fds && nfds)
+		return rs_fail(RSHARE_E_INVAL, 0, "fds is NULL but nfds is %zu", nfds);
+	for (size_t i = 0; i < nfds; i++)
+		if (fds[i] < 0)
+			return rs_fail(RSHARE_E_INVAL, 0, "fds[%zu] is %d", i, fds[i]);
 	/* Pinned for the whole send: the fd cannot be closed under us. */
 	status = rs_pin(dev, RS_OBJ_DEVICE, &slot);
 	if (status)
-		RS_RETURN(status);
-	make_header(hdr, (uint32_t)len);
-	rs_cmsg_attach_fds(&msg, &ctl, fds, rs_ctx_fds(&slot->u.dev->ctx, fds));
+		return status;
+	ndev = rs_ctx_fds(&slot->u.dev->ctx, all);
+	for (size_t i = 0; i < nfds; i++)
+		all[ndev + i] = fds[i];
+	make_header(hdr, (uint32_t)len, (uint32_t)nfds);
+	rs_cmsg_attach_fds(&msg, ctl.buf, sizeof(ctl.buf), all, (size_t)ndev + nfds);
 	do
 		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
@@ -107,7 +129,19 @@ int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
 		}
 	}
 	rs_unpin(slot);
-	RS_RETURN(status);
+	return status;
+}
+
+int rshare_channel_send(int sock, const rshare_device *dev, const void *payload,
+			size_t len)
+{
+	RS_RETURN(send_message(sock, dev, NULL, 0, payload, len));
+}
+
+int rshare_channel_sendv(int sock, const rshare_device *dev, const int *fds, size_t nfds,
+			 const void *payload, size_t len)
+{
+	RS_RETURN(send_message(sock, dev, fds, nfds, payload, len));
 }
 
 static int recv_fail(int status, int err, int sock, const char *what)
@@ -120,8 +154,9 @@ static int io_status(int err)
 	return err == ENOTSOCK || err == EBADF ? RSHARE_E_INVAL : RSHARE_E_IO;
 }
 
-/* Check a received header; RSHARE_OK with the payload length. */
-static int parse_header(const uint8_t *h, int sock, uint32_t *len)
+/* Check a received header; RSHARE_OK with the payload length and the
+ * number of extra fds it announces. */
+static int parse_header(const uint8_t *h, int sock, uint32_t *len, uint32_t *nfds)
 {
 	if (memcmp(h, CH_MAGIC, 4) != 0 || rs_get16(h + 4) != CH_VERSION ||
 	    rs_get16(h + 6) != 0)
@@ -132,6 +167,7 @@ static int parse_header(const uint8_t *h, int sock, uint32_t *len)
 		return rs_fail(RSHARE_E_PROTOCOL, 0,
 			       "message announces a %u-byte payload, limit is %d", *len,
 			       RSHARE_PAYLOAD_MAX);
+	*nfds = rs_get32(h + 12);
 	return RSHARE_OK;
 }
 
@@ -296,20 +332,30 @@ static int consume(int sock, const uint8_t *peeked_hdr, void *payload, uint32_t 
 	return RSHARE_OK;
 }
 
-int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap,
-			size_t *len)
+/* Where a receive puts the extra fds: fds (cap entries) for
+ * rshare_channel_recvv; NULL for rshare_channel_recv, which takes none. */
+struct extra_fds {
+	int *fds;
+	size_t cap;
+	size_t *n;
+};
+
+static int receive(int sock, rshare_device **dev, const struct extra_fds *x, void *payload,
+		   size_t cap, size_t *len)
 {
 	struct peeked p;
-	uint32_t plen = 0;
-	int status, err;
+	uint32_t plen = 0, nx = 0;
+	int status, err, ndev;
 
-	if (sock < 0 || !dev || !len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s",
-				  sock < 0 ? "socket is negative"
-					   : !dev ? "dev is NULL" : "len is NULL"));
+	if (sock < 0 || !dev || !len || (x && !x->n))
+		return rs_fail(RSHARE_E_INVAL, 0, "%s",
+			       sock < 0 ? "socket is negative"
+			       : !dev	? "dev is NULL"
+			       : !len	? "len is NULL"
+					: "nfds is NULL");
 	status = peek_message(sock, &p);
 	if (status)
-		RS_RETURN(status); /* nothing consumed */
+		return status; /* nothing consumed */
 	/* What is not an rshare message is not ours to consume: it stays
 	 * queued (on a stream there is no telling where it would end). */
 	if (p.got < CH_HDR && memcmp(p.hdr, CH_MAGIC, p.got < 4 ? p.got : 4) == 0)
@@ -317,47 +363,79 @@ int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap
 	if (!status)
 		status = p.got < CH_HDR ? recv_fail(RSHARE_E_PROTOCOL, 0, sock,
 						    "short message (no complete rshare header)")
-					: parse_header(p.hdr, sock, &plen);
+					: parse_header(p.hdr, sock, &plen, &nx);
 	if (status) {
 		close_fds(p.fds, p.nfds);
-		RS_RETURN(status);
+		return status;
 	}
 	if (p.ctrunc && (err = out_of_fds(sock))) {
-		/* The kernel could not install the device fd here: the
-		 * message stays queued for a retry once fds are free. */
+		/* The kernel could not install the fds here: the message
+		 * stays queued for a retry once fds are free. */
 		close_fds(p.fds, p.nfds);
-		RS_RETURN(rs_fail(RSHARE_E_IO, err,
-				  "no free fd for the device the message carries "
-				  "(the message stays queued)"));
+		return rs_fail(RSHARE_E_IO, err,
+			       "no free fd for the fds the message carries "
+			       "(the message stays queued)");
 	}
-	if (p.ctrunc || p.nfds < 1 || p.nfds > 2) {
+	/* The header counts the extra fds; the device's are the rest: its
+	 * command fd and, when it has one, its ledger's. */
+	if (nx > RSHARE_CHANNEL_FDS_MAX || p.ctrunc || (uint32_t)p.nfds < 1 + nx ||
+	    (uint32_t)p.nfds > 2 + nx) {
 		status = rs_fail(RSHARE_E_PROTOCOL, 0,
-				 "message carried %d fd(s)%s, 1 or 2 (device, ledger) expected",
-				 p.nfds, p.ctrunc ? " or more" : "");
+				 "message carried %d fd(s)%s, its header announces 1 or 2 "
+				 "(device, ledger) + %u", p.nfds, p.ctrunc ? " or more" : "", nx);
 		goto drop;
 	}
-	if (plen && (!payload || cap < plen)) {
+	if (nx && !x) {
+		status = rs_fail(RSHARE_E_PROTOCOL, 0,
+				 "message carries %u extra fd(s) besides the device's: "
+				 "receive it with rshare_channel_recvv", nx);
+		goto drop;
+	}
+	if ((plen && (!payload || cap < plen)) || (nx && (!x->fds || x->cap < nx))) {
 		close_fds(p.fds, p.nfds);
 		*len = plen;
-		RS_RETURN(rs_fail(RSHARE_E_NOSPACE, 0,
-				  "payload buffer of %zu bytes too small, %u needed "
-				  "(the message stays queued)",
-				  payload ? cap : 0, plen));
+		if (x)
+			*x->n = nx;
+		return rs_fail(RSHARE_E_NOSPACE, 0,
+			       "room for %zu payload bytes and %zu fds, the message has %u "
+			       "and %u (it stays queued)", payload ? cap : 0,
+			       x && x->fds ? x->cap : 0, plen, nx);
 	}
 	status = consume(sock, p.hdr, payload, plen);
 	if (status) {
 		close_fds(p.fds, p.nfds);
-		RS_RETURN(status);
+		return status;
 	}
-	/* takes both fds */
-	status = rs_device_adopt_received(p.fds[0], p.nfds == 2 ? p.fds[1] : -1, (void **)dev);
-	if (status)
-		RS_RETURN(status);
+	ndev = p.nfds - (int)nx;
+	/* takes the device's fds (and closes them on failure) */
+	status = rs_device_adopt_received(p.fds[0], ndev == 2 ? p.fds[1] : -1, (void **)dev);
+	if (status) {
+		close_fds(p.fds + ndev, (int)nx);
+		return status;
+	}
+	for (uint32_t i = 0; i < nx; i++)
+		x->fds[i] = p.fds[ndev + (int)i];
+	if (x)
+		*x->n = nx;
 	*len = plen;
 	return RSHARE_OK;
 
 drop:
 	close_fds(p.fds, p.nfds);
 	discard(sock, plen);
-	RS_RETURN(status);
+	return status;
+}
+
+int rshare_channel_recv(int sock, rshare_device **dev, void *payload, size_t cap,
+			size_t *len)
+{
+	RS_RETURN(receive(sock, dev, NULL, payload, cap, len));
+}
+
+int rshare_channel_recvv(int sock, rshare_device **dev, int *fds, size_t fds_cap,
+			 size_t *nfds, void *payload, size_t cap, size_t *len)
+{
+	struct extra_fds x = { fds, fds_cap, nfds };
+
+	RS_RETURN(receive(sock, dev, &x, payload, cap, len));
 }

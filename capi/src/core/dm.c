@@ -57,10 +57,24 @@ static void *dm_native(const struct rs_obj *obj)
 	return obj->u.dm.prov;
 }
 
+/* Drop this process's mapping, if any (the one taken atomically: a
+ * concurrent rshare_dm_unmap unmaps it once). */
+static void dm_unmap_op(struct rs_obj *obj)
+{
+	struct rs_dm_info info = obj->u.dm;
+
+	/* A plain load first: releasing an unmapped DM takes no locked step. */
+	if (!__atomic_load_n(&obj->u.dm.map, __ATOMIC_ACQUIRE))
+		return;
+	info.map = __atomic_exchange_n(&obj->u.dm.map, NULL, __ATOMIC_ACQ_REL);
+	if (info.map)
+		obj->dev->ctx.ops->dm_unmap(&obj->dev->ctx, &info);
+}
+
 static const struct rs_obj_ops dm_ops = {
 	RS_OPS_KIND(DM),
 	.alloc = dm_alloc, .import = dm_import, .unimport = dm_unimport,
-	.destroy = dm_destroy, .to_blob = dm_to_blob, .handle = dm_handle,
+	.destroy = dm_destroy, .unmap = dm_unmap_op, .to_blob = dm_to_blob, .handle = dm_handle,
 	.native = dm_native,
 };
 
@@ -175,4 +189,50 @@ int rshare_dm_read(rshare_dm *dm, uint64_t offset, void *dst, size_t len)
 		status = obj->dev->ctx.ops->dm_read(&obj->dev->ctx, &obj->u.dm, offset, dst, len);
 	rs_unpin(slot);
 	RS_RETURN(status);
+}
+
+int rshare_dm_map(rshare_dm *dm, void **addr)
+{
+	struct rs_slot *slot;
+	struct rs_obj *obj;
+	struct rs_dm_info info;
+	void *none = NULL;
+	int status;
+
+	if (!addr)
+		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "addr is NULL"));
+	status = rs_pin(dm, RS_OBJ_DM, &slot);
+	if (status)
+		RS_RETURN(status);
+	obj = &slot->u.obj;
+	info = obj->u.dm;
+	info.map = __atomic_load_n(&obj->u.dm.map, __ATOMIC_ACQUIRE);
+	if (!info.map && !obj->dev->ctx.ops->dm_map) {
+		status = rs_unsupported(&obj->dev->ctx, "map device memory");
+	} else if (!info.map && !(status = obj->dev->ctx.ops->dm_map(&obj->dev->ctx, &info))) {
+		/* Another thread may have mapped it meanwhile: one mapping stays. */
+		obj->u.dm.map_first = info.map_first;
+		obj->u.dm.map_count = info.map_count;
+		if (!__atomic_compare_exchange_n(&obj->u.dm.map, &none, info.map, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			obj->dev->ctx.ops->dm_unmap(&obj->dev->ctx, &info);
+			info.map = none;
+		}
+	}
+	if (!status)
+		*addr = info.map;
+	rs_unpin(slot);
+	RS_RETURN(status);
+}
+
+int rshare_dm_unmap(rshare_dm *dm)
+{
+	struct rs_slot *slot;
+	int status = rs_pin(dm, RS_OBJ_DM, &slot);
+
+	if (status)
+		RS_RETURN(status);
+	dm_unmap_op(&slot->u.obj);
+	rs_unpin(slot);
+	return RSHARE_OK;
 }

@@ -62,6 +62,8 @@ struct rs_obj {
 	struct rs_obj *parent;    /* an MR's PD (holding a users count), else NULL */
 	_Atomic uint32_t users;   /* objects living in this one (MRs on a PD) */
 	bool imported;
+	bool held;                /* an MR owned by a shared buffer: only the
+				   * buffer releases it (rs_obj_release_held) */
 	bool ledger_known;        /* ledger_serial is its handle's serial (ledger.h) */
 	uint32_t ledger_serial;
 	union {
@@ -72,6 +74,14 @@ struct rs_obj {
 		} var;
 		struct rs_mr_info mr;
 		struct rs_dm_info dm;
+		struct rs_buf_info {
+			void *mr;          /* its MR's handle (held, see above) */
+			struct rs_obj *mr_obj; /* that MR, live while the buffer is */
+			int fd;            /* the sealed memfd, owned */
+			void *addr;        /* this process's shared mapping of it */
+			uint64_t length;
+			uint64_t mem_dev, mem_ino; /* the memfd's identity */
+		} buf;
 	} u;
 };
 
@@ -163,10 +173,25 @@ int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *a
 		 void **out);
 int rs_obj_import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
 		  size_t len, void **out);
+/* rs_obj_import of a blob already decoded (b), checked against ops' kind. */
+int rs_obj_import_decoded(const void *parent, const struct rs_obj_ops *ops,
+			  const struct rs_blob *b, void **out);
 /* unimport (destroy false) or free (destroy true) the object behind h. A
  * failed destroy leaves the handle live; so does an object with others
  * living in it (RSHARE_E_BUSY). */
 int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy);
+/* The same for an object marked held (the MR of a shared buffer), which
+ * rs_obj_release refuses with RSHARE_E_BUSY: only its owner calls this. */
+int rs_obj_release_held(const void *h, const struct rs_obj_ops *ops, bool destroy);
+/* Mark the live object behind h held (see struct rs_obj); *obj gets it. */
+int rs_obj_hold(const void *h, const struct rs_obj_ops *ops, struct rs_obj **obj);
+
+/* The MR inside a shared buffer (mr.c, for buf.c): registered or imported
+ * held, released only through rs_mr_release_held. */
+int rs_mr_reg_held(void *pd, void *addr, uint64_t length, uint32_t access, void **mr,
+		   struct rs_obj **obj);
+int rs_mr_import_held(void *pd, const struct rs_blob *b, void **mr, struct rs_obj **obj);
+int rs_mr_release_held(void *mr, bool destroy);
 /* The (buf, cap, len) blob of the object behind h. */
 int rs_obj_export(const void *h, const struct rs_obj_ops *ops, void *buf, size_t cap,
 		  size_t *len);

@@ -29,13 +29,17 @@
 #include "provider.h"
 
 #define RS_KINDS(X)                                            \
-	X(PD, "PD", "pd", DEVICE, 1, RS_PRIV_MAX)              \
-	X(VAR, "VAR", "var", DEVICE, 1, RS_PRIV_MAX)           \
-	X(MR, "MR", "mr", PD, 0, 0)                            \
-	X(DM, "DM", "dm", DEVICE, 1, 0)
+	X(PD, "PD", "pd", DEVICE, 2, RS_PRIV_MAX)              \
+	X(VAR, "VAR", "var", DEVICE, 2, RS_PRIV_MAX)           \
+	X(MR, "MR", "mr", PD, 1, 0)                            \
+	X(DM, "DM", "dm", DEVICE, 2, 0)                        \
+	X(BUF, "buffer", "buf", PD, 0, 0)
 
-/* Release passes a forked child makes (release is 0 .. this - 1). */
-#define RS_RELEASE_PASSES 2
+/* Release passes a forked child makes (release is 0 .. this - 1): a
+ * buffer releases the MR it holds itself, so it goes before the MRs.
+ * A buffer is a memfd and an MR: in sim0's table it is that MR (SIM_BUF
+ * names no object there, and valid_obj refuses one). */
+#define RS_RELEASE_PASSES 3
 
 /*
  * What each kind's blob carries after the common fields: RS_FIELDS_<NAME>(F)
@@ -52,6 +56,8 @@
 	F(LENGTH, length, 24, 8) F(LKEY, lkey, 32, 4) F(RKEY, rkey, 36, 4)        \
 	F(ACCESS, access, 4, 4)
 #define RS_FIELDS_DM(F) F(LENGTH, length, 0, 8)
+/* A shared buffer: its MR's fields, then its memfd's identity. */
+#define RS_FIELDS_BUF(F) RS_FIELDS_MR(F) F(MEM_DEV, mem_dev, 40, 8) F(MEM_INO, mem_ino, 48, 8)
 
 /* Slot kinds (4 bits of a handle token): the device, then one per kind in
  * table order. The broker's kinds (internal.h) sit at the top. */

@@ -99,21 +99,55 @@ static const struct rs_obj_ops mr_ops = {
 	.native = mr_native,
 };
 
-int rshare_mr_reg(rshare_pd *pd, void *addr, size_t length, uint32_t access, rshare_mr **out)
+static int reg(void *pd, void *addr, size_t length, uint32_t access, void **out)
 {
 	struct mr_args a = { addr, length, access };
 
 	if (!addr)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "addr is NULL"));
+		return rs_fail(RSHARE_E_INVAL, 0, "addr is NULL");
 	if (length == 0)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "length is 0"));
+		return rs_fail(RSHARE_E_INVAL, 0, "length is 0");
 	if ((uintptr_t)addr + length < (uintptr_t)addr)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "range of %zu bytes at %p wraps around",
-				  length, addr));
+		return rs_fail(RSHARE_E_INVAL, 0, "range of %zu bytes at %p wraps around",
+			       length, addr);
 	if (access & ~ACCESS_KNOWN)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "unknown access flags 0x%x",
-				  access & ~ACCESS_KNOWN));
-	RS_RETURN(rs_obj_alloc(pd, &mr_ops, &a, (void **)out));
+		return rs_fail(RSHARE_E_INVAL, 0, "unknown access flags 0x%x",
+			       access & ~ACCESS_KNOWN);
+	return rs_obj_alloc(pd, &mr_ops, &a, out);
+}
+
+int rshare_mr_reg(rshare_pd *pd, void *addr, size_t length, uint32_t access, rshare_mr **out)
+{
+	RS_RETURN(reg(pd, addr, length, access, (void **)out));
+}
+
+/* Mark a new MR as its buffer's, or release it again if that fails. */
+static int hold(int status, void **mr, struct rs_obj **obj)
+{
+	if (!status && (status = rs_obj_hold(*mr, &mr_ops, obj)))
+		rs_obj_release(*mr, &mr_ops, false);
+	return status;
+}
+
+int rs_mr_reg_held(void *pd, void *addr, uint64_t length, uint32_t access, void **mr,
+		   struct rs_obj **obj)
+{
+	if (length > SIZE_MAX)
+		return rs_fail(RSHARE_E_INVAL, 0, "length does not fit size_t");
+	return hold(reg(pd, addr, (size_t)length, access, mr), mr, obj);
+}
+
+int rs_mr_import_held(void *pd, const struct rs_blob *b, void **mr, struct rs_obj **obj)
+{
+	struct rs_blob m = *b;
+
+	m.kind = RSHARE_KIND_MR; /* a buffer's blob carries its MR's fields */
+	return hold(rs_obj_import_decoded(pd, &mr_ops, &m, mr), mr, obj);
+}
+
+int rs_mr_release_held(void *mr, bool destroy)
+{
+	return rs_obj_release_held(mr, &mr_ops, destroy);
 }
 
 int rshare_mr_export(const rshare_mr *mr, void *buf, size_t cap, size_t *len)

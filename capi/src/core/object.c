@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The life cycle every shared object kind (PD, VAR, MR, DM) goes through:
+/* The life cycle every shared object kind (PD, VAR, MR, DM, buffer) goes through:
  * making a provider object (allocated or imported from a validated blob) a
  * handle, exporting it, and releasing it locally (unimport) or for
  * everyone (free). What differs per kind is its struct rs_obj_ops. */
@@ -12,14 +12,19 @@
 uint32_t rs_ctx_caps(struct rs_ctx *ctx)
 {
 	const struct rs_provider *p = ctx->ops;
+	uint32_t caps;
 
 	if (p->caps)
-		return p->caps(ctx);
-	/* A provider without the caps op offers what its table has. */
-	return (p->pd_alloc ? (uint32_t)RSHARE_CAP_PD : 0) |
-	       (p->var_alloc ? (uint32_t)RSHARE_CAP_VAR : 0) |
-	       (p->mr_reg ? (uint32_t)RSHARE_CAP_MR : 0) |
-	       (p->dm_alloc ? (uint32_t)RSHARE_CAP_DM : 0);
+		caps = p->caps(ctx);
+	else /* a provider without the caps op offers what its table has */
+		caps = (p->pd_alloc ? (uint32_t)RSHARE_CAP_PD : 0) |
+		       (p->var_alloc ? (uint32_t)RSHARE_CAP_VAR : 0) |
+		       (p->mr_reg ? (uint32_t)RSHARE_CAP_MR : 0) |
+		       (p->dm_alloc ? (uint32_t)RSHARE_CAP_DM : 0);
+	/* A shared buffer is the core's memfd plus an MR shared as any. */
+	if (caps & RSHARE_CAP_MR)
+		caps |= RSHARE_CAP_BUF;
+	return caps;
 }
 
 int rs_unsupported(const struct rs_ctx *ctx, const char *what)
@@ -50,6 +55,7 @@ static int begin(const void *parent, const struct rs_obj_ops *ops, bool imported
 
 	obj->ops = ops;
 	obj->imported = imported;
+	obj->held = false;
 	obj->ledger_known = false;
 	atomic_init(&obj->users, 0);
 	if (ops->parent_kind == RS_OBJ_DEVICE) {
@@ -148,12 +154,13 @@ static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
 	return RSHARE_OK;
 }
 
-int rs_obj_import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
-		  size_t len, void **out)
+/* Import from blob (raw, len bytes) or from b (decoded already). */
+static int import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
+		  size_t len, const struct rs_blob *b, void **out)
 {
 	struct rs_slot *slot;
 	struct rs_obj *obj;
-	struct rs_blob b;
+	struct rs_blob decoded;
 	int status;
 
 	if (!out)
@@ -162,17 +169,45 @@ int rs_obj_import(const void *parent, const struct rs_obj_ops *ops, const void *
 	if (status)
 		return status;
 	obj = &slot->u.obj;
-	status = rs_blob_decode(blob, len, &b);
+	if (!b) {
+		status = rs_blob_decode(blob, len, &decoded);
+		b = &decoded;
+	}
 	if (!status)
-		status = rs_blob_check_target(&b, ops->blob_kind, &obj->dev->ctx);
+		status = rs_blob_check_target(b, ops->blob_kind, &obj->dev->ctx);
 	if (!status)
-		status = check_ledger(obj, &b);
+		status = check_ledger(obj, b);
 	if (!status)
-		status = ops->import(obj, &b);
+		status = ops->import(obj, b);
 	return finish(slot, ops, status, out);
 }
 
-int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy)
+int rs_obj_import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
+		  size_t len, void **out)
+{
+	return import(parent, ops, blob, len, NULL, out);
+}
+
+int rs_obj_import_decoded(const void *parent, const struct rs_obj_ops *ops,
+			  const struct rs_blob *b, void **out)
+{
+	return import(parent, ops, NULL, 0, b, out);
+}
+
+int rs_obj_hold(const void *h, const struct rs_obj_ops *ops, struct rs_obj **obj)
+{
+	struct rs_slot *slot;
+	int status = rs_pin(h, ops->slot_kind, &slot);
+
+	if (status)
+		return status;
+	slot->u.obj.held = true;
+	*obj = &slot->u.obj;
+	rs_unpin(slot);
+	return RSHARE_OK;
+}
+
+static int release(const void *h, const struct rs_obj_ops *ops, bool destroy, bool owner)
 {
 	struct rs_slot *slot, *dev_slot;
 	struct rs_obj *obj, *parent;
@@ -182,13 +217,19 @@ int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy)
 	if (status)
 		return status;
 	obj = &slot->u.obj;
+	if (obj->held && !owner) {
+		rs_retire_cancel(slot);
+		return rs_fail(RSHARE_E_BUSY, 0,
+			       "this %s belongs to a shared buffer: free or unimport the "
+			       "buffer instead", rs_obj_kind_name(ops->slot_kind));
+	}
 	/* No pin is left, so no new user can come: the count is final. */
 	users = atomic_load(&obj->users);
 	if (users) {
 		rs_retire_cancel(slot);
 		return rs_fail(RSHARE_E_BUSY, 0,
-			       "%u MR handle(s) of this process still live in this %s: "
-			       "deregister or unimport them first",
+			       "%u MR or buffer handle(s) of this process still live in this "
+			       "%s: release them first",
 			       users, rs_obj_kind_name(ops->slot_kind));
 	}
 	if (destroy) {
@@ -215,6 +256,16 @@ int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy)
 	rs_retire_commit(slot);
 	leave_parent(parent, dev_slot); /* last: the parent may go from here on */
 	return RSHARE_OK;
+}
+
+int rs_obj_release(const void *h, const struct rs_obj_ops *ops, bool destroy)
+{
+	return release(h, ops, destroy, false);
+}
+
+int rs_obj_release_held(const void *h, const struct rs_obj_ops *ops, bool destroy)
+{
+	return release(h, ops, destroy, true);
 }
 
 int rs_obj_export(const void *h, const struct rs_obj_ops *ops, void *buf, size_t cap,

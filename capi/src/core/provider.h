@@ -89,6 +89,10 @@ struct rs_dm_info {
 	uint64_t serial;
 	uint64_t length;
 	void *prov;         /* provider's own object (e.g. struct ibv_dm) */
+	/* This process's mapping (rshare_dm_map, since 1.2), NULL if none;
+	 * map_first/map_count: what the provider holds for it (sim0: granules). */
+	void *map;
+	uint32_t map_first, map_count;
 };
 
 struct rs_provider {
@@ -154,6 +158,11 @@ struct rs_provider {
 	int (*dm_import)(struct rs_ctx *ctx, struct rs_dm_info *dm);
 	void (*dm_unimport)(struct rs_ctx *ctx, struct rs_dm_info *dm);
 	int (*dm_free)(struct rs_ctx *ctx, struct rs_dm_info *dm);
+	/* Since 1.2, optional (NULL: RSHARE_E_UNSUPPORTED): map the device
+	 * memory into this process (dm->map and what unmapping needs), and
+	 * unmap it. dm_map: NOT_FOUND if the DM no longer exists. */
+	int (*dm_map)(struct rs_ctx *ctx, struct rs_dm_info *dm);
+	void (*dm_unmap)(struct rs_ctx *ctx, struct rs_dm_info *dm);
 	/* Copy to or from the device memory; the core has checked that
 	 * [offset, offset + len) lies inside dm->length. */
 	int (*dm_write)(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset,

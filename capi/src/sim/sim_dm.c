@@ -4,7 +4,11 @@
  *
  * DM: device memory lives in the memfd after the VAR pages, a device-wide
  * budget of SIM_DM_BYTES in SIM_DM_GRANULE granules; an allocation takes a
- * contiguous run, zeroed, or fails with NOMEM. Reads and writes go through
+ * contiguous run, zeroed, or fails with NOMEM. Since 1.2 a process may map
+ * its DM (the granules through the memfd, where the page size is the
+ * granule's): like a VAR page, a granule some process maps is not given to
+ * a new DM (sim_pages.c), so a mapping kept past a free never aliases
+ * another DM. Reads and writes go through
  * pread/pwrite on the fd at an offset computed from the table's validated
  * copy, with the table lock held, so a concurrent free cannot redirect them.
  *
@@ -14,6 +18,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "provider.h"
@@ -74,7 +80,21 @@ int sim_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm)
 	status = sim_ctx_lock(ctx, &t);
 	if (status)
 		return status;
-	first = find_run(free_granules(t), n);
+	status = sim_pages_ready(m, ctx->fd);
+	if (status)
+		goto out;
+	/* A run no process maps any granule of (a freed DM's mapping lives on). */
+	for (uint64_t free = free_granules(t);;) {
+		uint32_t g;
+
+		first = find_run(free, n);
+		for (g = 0; first >= 0 && g < n; g++)
+			if (!sim_page_unmapped(m, SIM_DM_UNIT((uint32_t)first + g)))
+				break;
+		if (first < 0 || g == n)
+			break;
+		free &= ~(1ull << ((uint32_t)first + g));
+	}
 	if (first < 0) {
 		status = rs_fail(RSHARE_E_NOMEM, ENOSPC,
 				 "no %u contiguous KiB of simulated device memory free "
@@ -174,4 +194,56 @@ int sim_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void
 		size_t len)
 {
 	return dm_copy(ctx, dm, offset, dst, len, false);
+}
+
+int sim_dm_map(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	struct sim_map *m = ctx->prov;
+	struct sim_table *t;
+	struct sim_objv o;
+	uint32_t held = 0;
+	void *p = MAP_FAILED;
+	int status;
+
+	if (m->page_size != SIM_DM_GRANULE)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0, "sim0 maps device memory only where the "
+			       "page size is its %u-byte granule (here %u)", SIM_DM_GRANULE,
+			       m->page_size);
+	status = sim_ctx_lock(ctx, &t);
+	if (status)
+		return status;
+	status = sim_find(t, SIM_DM, dm->handle, dm->serial, &o);
+	/* validated: the granules lie inside the device memory area */
+	while (!status && held < o.dm_count)
+		if (!(status = sim_page_hold(m, ctx->fd, SIM_DM_UNIT(o.dm_first + held))))
+			held++;
+	if (!status) {
+		p = mmap(NULL, (size_t)o.dm_count * SIM_DM_GRANULE, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, ctx->fd,
+			 (off_t)(m->dm_area_off + (uint64_t)o.dm_first * SIM_DM_GRANULE));
+		if (p == MAP_FAILED)
+			status = rs_fail(RSHARE_E_IO, errno, "cannot map simulated device memory");
+	}
+	if (status)
+		while (held)
+			sim_page_release(m, SIM_DM_UNIT(o.dm_first + --held));
+	sim_unlock(m);
+	if (!status) {
+		dm->map = p;
+		dm->map_first = o.dm_first;
+		dm->map_count = o.dm_count;
+	}
+	return status;
+}
+
+void sim_dm_unmap(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	struct sim_map *m = ctx->prov;
+
+	munmap(dm->map, (size_t)dm->map_count * SIM_DM_GRANULE);
+	pthread_mutex_lock(&m->local);
+	for (uint32_t g = 0; g < dm->map_count; g++)
+		sim_page_release(m, SIM_DM_UNIT(dm->map_first + g));
+	pthread_mutex_unlock(&m->local);
+	dm->map = NULL;
 }

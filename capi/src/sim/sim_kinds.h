@@ -40,6 +40,8 @@ int sim_dm_alloc(struct rs_ctx *ctx, uint64_t length, struct rs_dm_info *dm);
 int sim_dm_import(struct rs_ctx *ctx, struct rs_dm_info *dm);
 void sim_dm_unimport(struct rs_ctx *ctx, struct rs_dm_info *dm);
 int sim_dm_free(struct rs_ctx *ctx, struct rs_dm_info *dm);
+int sim_dm_map(struct rs_ctx *ctx, struct rs_dm_info *dm);
+void sim_dm_unmap(struct rs_ctx *ctx, struct rs_dm_info *dm);
 int sim_dm_write(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, const void *src,
 		 size_t len);
 int sim_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *dst,

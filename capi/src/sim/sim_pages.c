@@ -18,6 +18,9 @@
  * locks on a range do not stack. The allocator takes a page only if this
  * process maps it no more and F_OFD_GETLK finds no other description's lock.
  *
+ * Device memory granules are tracked the same way (since 1.2: a process
+ * may map its DM), as units after the VAR pages (SIM_DM_UNIT).
+ *
  * Untrusted-memory rule (sim_table.h): nothing here reads shared memory;
  * page numbers come from validated copies (sim_find) or our own allocator.
  */
@@ -46,8 +49,13 @@ static struct flock page_range(const struct sim_map *m, uint32_t p, short type)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
 
-	fl.l_start = (off_t)(m->var_area_off + (uint64_t)p * m->page_size);
-	fl.l_len = (off_t)m->page_size;
+	if (p < SIM_VAR_PAGES) {
+		fl.l_start = (off_t)(m->var_area_off + (uint64_t)p * m->page_size);
+		fl.l_len = (off_t)m->page_size;
+	} else {
+		fl.l_start = (off_t)(m->dm_area_off + (uint64_t)(p - SIM_VAR_PAGES) * SIM_DM_GRANULE);
+		fl.l_len = SIM_DM_GRANULE;
+	}
 	return fl;
 }
 
@@ -71,7 +79,7 @@ static void own_description(struct sim_map *m)
 		m->ofd_shared = true;
 		return;
 	}
-	for (uint32_t p = 0; p < SIM_VAR_PAGES; p++)
+	for (uint32_t p = 0; p < SIM_MAP_UNITS; p++)
 		if (m->page_maps[p])
 			page_lock(m, nfd, p, F_RDLCK);
 	if (m->lock_value) {
@@ -106,7 +114,7 @@ bool sim_page_unmapped(struct sim_map *m, uint32_t p)
 {
 	struct flock fl = page_range(m, p, F_WRLCK);
 
-	if (p >= SIM_VAR_PAGES || m->page_maps[p] != 0 || m->ofd < 0 || m->ofd_shared)
+	if (p >= SIM_MAP_UNITS || m->page_maps[p] != 0 || m->ofd < 0 || m->ofd_shared)
 		return false;
 	/* Our own description's locks never conflict with our probe; those
 	 * are counted in page_maps. */
@@ -120,15 +128,16 @@ int sim_page_hold(struct sim_map *m, int fd, uint32_t p)
 	if (status)
 		return status;
 	if (m->page_maps[p] == 0 && page_lock(m, m->ofd, p, F_RDLCK) < 0)
-		return rs_fail(RSHARE_E_IO, errno, "cannot mark simulated VAR page %u as mapped",
-			       p);
+		return rs_fail(RSHARE_E_IO, errno, "cannot mark simulated %s %u as mapped",
+			       p < SIM_VAR_PAGES ? "VAR page" : "device memory granule",
+			       p < SIM_VAR_PAGES ? p : p - SIM_VAR_PAGES);
 	m->page_maps[p]++;
 	return RSHARE_OK;
 }
 
 void sim_page_release(struct sim_map *m, uint32_t p)
 {
-	if (p < SIM_VAR_PAGES && m->page_maps[p] > 0 && --m->page_maps[p] == 0 &&
+	if (p < SIM_MAP_UNITS && m->page_maps[p] > 0 && --m->page_maps[p] == 0 &&
 	    !m->ofd_shared)
 		page_lock(m, m->ofd, p, F_UNLCK);
 }

@@ -161,8 +161,10 @@ int sim_ctx_destroy(struct rs_ctx *ctx, uint32_t type, uint32_t handle, uint64_t
 
 static uint32_t sim_caps(struct rs_ctx *ctx)
 {
-	(void)ctx;
-	return RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM;
+	const struct sim_map *m = ctx->prov;
+
+	return RSHARE_CAP_PD | RSHARE_CAP_VAR | RSHARE_CAP_MR | RSHARE_CAP_DM |
+	       (m->page_size == SIM_DM_GRANULE ? (uint32_t)RSHARE_CAP_DM_MAP : 0);
 }
 
 const struct rs_provider rs_sim_provider = {
@@ -195,4 +197,6 @@ const struct rs_provider rs_sim_provider = {
 	.dm_free = sim_dm_free,
 	.dm_write = sim_dm_write,
 	.dm_read = sim_dm_read,
+	.dm_map = sim_dm_map,
+	.dm_unmap = sim_dm_unmap,
 };

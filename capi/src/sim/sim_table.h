@@ -54,6 +54,10 @@
 #define SIM_DM_GRANULE 4096u              /* device memory allocation unit */
 #define SIM_DM_GRANULES 64u
 #define SIM_DM_BYTES (SIM_DM_GRANULE * SIM_DM_GRANULES) /* 256 KiB per device */
+/* What a process can map and sim_pages.c tracks: the VAR pages 0 ..
+ * SIM_VAR_PAGES - 1, then the device memory granules (since 1.2). */
+#define SIM_MAP_UNITS (SIM_VAR_PAGES + SIM_DM_GRANULES)
+#define SIM_DM_UNIT(g) (SIM_VAR_PAGES + (g))
 
 /* How long a call waits for the table lock by default before it answers
  * RSHARE_E_BUSY; RSHARE_SIM_LOCK_MS overrides it (read once per process;
@@ -176,7 +180,7 @@ struct sim_map {
 	 * process's too, so none is dropped, and sim_pages_ready takes a
 	 * description of our own before the allocator or a map trusts it. */
 	bool ofd_shared;
-	uint32_t page_maps[SIM_VAR_PAGES]; /* live mappings of each page here */
+	uint32_t page_maps[SIM_MAP_UNITS]; /* live mappings of each unit here */
 	/* This process's holder value for the table's lock, its liveness
 	 * byte read-locked through ofd; 0 until the first lock (and again in
 	 * a forked child, another process). */
@@ -253,7 +257,8 @@ int sim_create(struct sim_table *t, struct sim_objv *o, uint32_t *handle);
 /* Destroy the object o (as sim_find gave it) at handle. */
 void sim_destroy(struct sim_table *t, uint32_t handle, const struct sim_objv *o);
 
-/* VAR page mappings (sim_pages.c), all with m->local held (sim_lock or
+/* VAR page and device memory mappings (sim_pages.c; p is a unit,
+ * SIM_DM_UNIT(g) for DM granule g), all with m->local held (sim_lock or
  * directly). sim_pages_ready: make sure this process has its own open file
  * description of the table. sim_page_unmapped: no process maps page p (the
  * allocator's test). sim_page_hold/release: this process maps page p / no

@@ -25,29 +25,24 @@ void rs_close_quietly(int fd)
 	errno = saved;
 }
 
-static void attach(struct msghdr *msg, char *buf, size_t cap, const int *fds, int n)
+void rs_cmsg_attach_fds(struct msghdr *msg, void *ctl, size_t ctl_size, const int *fds,
+			size_t n)
 {
 	struct cmsghdr *cm;
 
-	memset(buf, 0, cap);
-	msg->msg_control = buf;
-	msg->msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+	memset(ctl, 0, ctl_size);
+	msg->msg_control = ctl;
+	msg->msg_controllen = CMSG_SPACE(n * sizeof(int));
 	cm = CMSG_FIRSTHDR(msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, (size_t)n * sizeof(int));
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
 }
 
 void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd)
 {
-	attach(msg, ctl->buf, sizeof(ctl->buf), &fd, 1);
-}
-
-void rs_cmsg_attach_fds(struct msghdr *msg, union rs_dev_fds_cmsg *ctl, const int *fds,
-			int n)
-{
-	attach(msg, ctl->buf, sizeof(ctl->buf), fds, n);
+	rs_cmsg_attach_fds(msg, ctl->buf, sizeof(ctl->buf), &fd, 1);
 }
 
 int rs_cmsg_take_fds(struct msghdr *msg, int *fds, int max)

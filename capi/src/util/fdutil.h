@@ -41,16 +41,10 @@ union rs_one_fd_cmsg {
 
 /* Make msg carry fd (SCM_RIGHTS) in ctl, which must outlive the sendmsg. */
 void rs_cmsg_attach_fd(struct msghdr *msg, union rs_one_fd_cmsg *ctl, int fd);
-
-/* Room for a device context's fds: its command fd and its ledger's. */
-union rs_dev_fds_cmsg {
-	struct cmsghdr align;
-	char buf[CMSG_SPACE(2 * sizeof(int))];
-};
-
-/* Make msg carry fds[0..n) (n is 1 or 2) in ctl, likewise. */
-void rs_cmsg_attach_fds(struct msghdr *msg, union rs_dev_fds_cmsg *ctl, const int *fds,
-			int n);
+/* The same for n fds in ctl, of ctl_size >= CMSG_SPACE(n * sizeof(int))
+ * bytes, aligned as a cmsghdr. */
+void rs_cmsg_attach_fds(struct msghdr *msg, void *ctl, size_t ctl_size, const int *fds,
+			size_t n);
 
 /* Collect the SCM_RIGHTS fds a received msg carries into fds; returns how
  * many. Size the control buffer for max fds: the kernel then installs no

@@ -8,15 +8,18 @@
 static const char *const rs_names[] = { RS_STATUS_LIST(RS_NAME) };
 static const char *const rs_texts[] = { RS_STATUS_LIST(RS_TEXT) };
 
-/* The list covers 0, -1, ... with no gap or duplicate: as many entries as
- * the arrays (indexed by -status) have places. */
-#define RS_NSTATUS (0 RS_STATUS_LIST(RS_COUNT))
-_Static_assert(sizeof(rs_names) / sizeof(rs_names[0]) == RS_NSTATUS,
-	       "status list has duplicates or gaps");
+#define NSTATUS (sizeof(rs_names) / sizeof(rs_names[0]))
 
+/* The list ends with the lowest status (0 .. RSHARE_E_FD_MISMATCH). */
+_Static_assert(NSTATUS == -RSHARE_E_FD_MISMATCH + 1, "status list does not end at the lowest");
+_Static_assert(0 RS_STATUS_LIST(RS_COUNT) <= -RSHARE_E_FD_MISMATCH + 1,
+	       "status list has duplicates");
+
+/* A status of the list (a reserved number between two is not one). */
 static int rs_known(int status)
 {
-	return status <= 0 && status > -RS_NSTATUS;
+	/* Bounds first: INT_MIN has no negation. */
+	return status <= 0 && status > -(int)NSTATUS && rs_names[-status];
 }
 
 const char *rs_status_name(int status)

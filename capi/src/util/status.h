@@ -6,7 +6,7 @@
 #include "rshare/rshare.h"
 
 /* RS_STATUS_LIST(X): X(enum constant, one-line description) for every
- * status, 0 down, generated from the header's enum rshare_status and its
+ * status, 0 down (numbers reserved for statuses still being added may leave gaps), generated from the header's enum rshare_status and its
  * doc comments (capi/status_list.cmake): the header is the one list. */
 #include "rs_status_list.h"
 

@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "sk_kernel.h"
@@ -397,6 +400,25 @@ static struct ibv_mr *new_mr(struct ibv_pd *pd, uint32_t handle, const struct sk
 /* Access bits the stand-in's kernel knows (IBV_ACCESS_* up to RELAXED). */
 #define SK_ACCESS_KNOWN 0x1fffu
 
+/* Is [addr, addr + length) mapped in this process? The kernel pins the
+ * pages of a registration (drivers/infiniband/core/umem.c, ib_umem_get ->
+ * pin_user_pages_fast) and fails with EFAULT where nothing is mapped;
+ * mincore() says ENOMEM for the same ranges. */
+static bool range_mapped(void *addr, size_t length)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
+	size_t span = (size_t)((uintptr_t)addr + length - start);
+	unsigned char *vec = malloc((span + (size_t)page - 1) / (size_t)page);
+	bool mapped;
+
+	if (!vec)
+		return true; /* cannot tell: let the registration through */
+	mapped = mincore((void *)start, span, vec) == 0 || errno != ENOMEM;
+	free(vec);
+	return mapped;
+}
+
 #undef ibv_reg_mr /* verbs.h makes it a macro over the versioned functions */
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
@@ -416,6 +438,11 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (length == 0 || (uintptr_t)addr + length < (uintptr_t)addr ||
+	    !range_mapped(addr, length)) {
+		errno = EFAULT;
 		return NULL;
 	}
 	err = sk_obj_create(pd->context, SK_MR, &info, &handle);
