@@ -23,7 +23,8 @@ PACKAGES="build-essential cmake pkg-config man-db
   dpkg-dev debhelper dh-python lintian
   abigail-tools clang libclang-rt-14-dev
   python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client
-  lua-luv python3-numpy python3-matplotlib"
+  lua-luv python3-numpy python3-matplotlib
+  openmpi-bin libopenmpi-dev python3-mpi4py"
 
 install_missing() {
 	missing=""
