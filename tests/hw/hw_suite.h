@@ -102,6 +102,9 @@ int child_share(int sock);
 void case_xproc_mr_dm(const struct hw_target *t);
 int child_mrdm(int sock);
 int child_var63(int sock);
+/* hw_mr_dm_cases.c: mapped device memory across processes */
+void case_xproc_dm_map(const struct hw_target *t);
+int child_dmmap(int sock);
 /* Start `self mode <sock>` with the child's end of a socketpair; extra_env
  * ("NAME=value" or NULL) is added to its environment. Returns the pid and
  * the parent's end in *sock. */

@@ -91,6 +91,18 @@ struct sk_pd {
 	uint32_t pdn;
 };
 
+/* Device memory as the provider keeps it (upstream providers/mlx5/mlx5.h,
+ * struct mlx5_dm): the DM's pages mapped through the cmd_fd at alloc and at
+ * import, start_va its first byte; mlx5dv_init_obj() hands out start_va. */
+struct sk_dm {
+	struct ibv_dm dm; /* first */
+	uint64_t offset;  /* of its memory in the ufile */
+	uint64_t length;
+	void *mmap_va;    /* the page-aligned mapping, mmap_len bytes */
+	size_t mmap_len;
+	void *start_va;   /* mmap_va + offset's place in its page */
+};
+
 /* What the kernel knows of an object (filled by sk_obj_lookup). */
 struct sk_obj_info {
 	uint32_t pdn;             /* SK_PD: PD number, device-wide */
