@@ -257,6 +257,49 @@ void case_dm_share(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(a));
 }
 
+/* A mapping kept by an importer outlives the DM's free by another handle:
+ * its bytes stay readable and writable, and the device hands that memory
+ * to no new DM while the mapping lives (the kernel frees it at the last
+ * unmap); once unmapped, a free import is refused. */
+void case_dm_map_outlives_free(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
+	rshare_dm *dm, *copy, *fresh[3] = { NULL, NULL, NULL }, *late = NULL;
+	char got[16] = "";
+	void *q = NULL;
+	size_t len;
+	int n;
+
+	REQUIRE_OK(rshare_dm_alloc(a, 4096, &dm));
+	CHECK_OK(rshare_dm_write(dm, 0, "before the free", 16));
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_dm_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_dm_map(copy, &q));
+	CHECK_OK(rshare_dm_free(dm));
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "before the free", 16) == 0);
+	/* New device memory, filled: none of it is the freed DM's. */
+	for (n = 0; n < 3 && rshare_dm_alloc(a, 4096, &fresh[n]) == RSHARE_OK; n++)
+		CHECK_OK(rshare_dm_write(fresh[n], 0, "fresh device mem", 16));
+	CHECK(n > 0);
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "before the free", 16) == 0);
+	words_to(q, "still mine, here", 16);
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "still mine, here", 16) == 0);
+	for (int i = 0; i < n; i++) {
+		CHECK_OK(rshare_dm_read(fresh[i], 0, got, sizeof(got)));
+		CHECK(memcmp(got, "fresh device mem", 16) == 0);
+		CHECK_OK(rshare_dm_free(fresh[i]));
+	}
+	CHECK_OK(rshare_dm_unimport(copy)); /* the last mapping */
+	CHECK_ST(rshare_dm_import(b, blob, len, &late), RSHARE_E_NOT_FOUND);
+	CHECK(late == NULL);
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
 void case_dm_not_mlx5(const struct hw_target *t)
 {
 	rshare_device *c = hw_open_dev(STANDIN_OTHER), *a;

@@ -76,6 +76,7 @@ void case_native(const struct hw_target *t);
 void case_mr_share(const struct hw_target *t);
 void case_mr_handle_reused(const struct hw_target *t);
 void case_dm_share(const struct hw_target *t);
+void case_dm_map_outlives_free(const struct hw_target *t);
 void case_dm_not_mlx5(const struct hw_target *t);
 
 /* hw_buf_cases.c: shared buffers (since 1.2) */

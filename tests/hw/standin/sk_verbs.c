@@ -535,25 +535,32 @@ static int sk_memcpy_from_dm(void *dst, struct ibv_dm *dm, uint64_t off, size_t 
  * it imports it (mlx5_import_dm, after MLX5_IB_METHOD_DM_QUERY ->
  * dm_mmap), MAP_SHARED, and points start_va at the DM's first byte inside
  * the first page. The stand-in's device memory is the ufile's DM area, so
- * every context of the ufile, in any process, maps the same bytes. A
- * failed mmap is ENOMEM (alloc_dm_memic) and fails the import. */
+ * every context of the ufile, in any process, maps the same bytes; the
+ * kernel counts the mappings (sk_dm_map), so a destroyed DM's memory is
+ * not handed out again while one lives. A failed mmap is ENOMEM
+ * (alloc_dm_memic) and fails the import. */
 static struct ibv_dm *new_dm(struct ibv_context *context, uint32_t handle,
 			     const struct sk_obj_info *info)
 {
 	struct sk_dm *d = calloc(1, sizeof(*d));
 	uint64_t in_page = info->offset % SK_PAGE;
 	void *va;
+	int err;
 
 	if (!d) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	d->mmap_len = (size_t)((in_page + info->length + SK_PAGE - 1) / SK_PAGE * SK_PAGE);
-	va = mmap(NULL, d->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, context->cmd_fd,
-		  (off_t)(info->offset - in_page));
+	err = sk_dm_map(context, info->offset);
+	va = err ? MAP_FAILED
+		 : mmap(NULL, d->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, context->cmd_fd,
+			(off_t)(info->offset - in_page));
 	if (va == MAP_FAILED) {
+		if (!err)
+			sk_dm_unmap(context, info->offset);
 		free(d);
-		errno = ENOMEM;
+		errno = err ? err : ENOMEM;
 		return NULL;
 	}
 	d->dm.context = context;
@@ -574,6 +581,7 @@ static void drop_dm(struct ibv_dm *dm)
 	struct sk_dm *d = (struct sk_dm *)dm;
 
 	munmap(d->mmap_va, d->mmap_len);
+	sk_dm_unmap(dm->context, d->offset);
 	free(d);
 }
 
