@@ -328,7 +328,9 @@ void case_dm_not_mlx5(const struct hw_target *t)
  * into it; a child (fork + exec) that received the device over a channel
  * imports the DM, maps it itself and loads the parent's bytes (and reads
  * them with rshare_dm_read), stores its own, and the parent loads them
- * through its mapping. */
+ * through its mapping. A second child, whose libmlx5 cannot be loaded,
+ * is told why it cannot map and still reads the bytes with
+ * rshare_dm_read. */
 void case_xproc_dm_map(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
@@ -356,6 +358,13 @@ void case_xproc_dm_map(const struct hw_target *t)
 	snprintf(want, sizeof(want), "mapped by child %d", pid);
 	words_from(got, (char *)p + 256, sizeof(got));
 	CHECK(strcmp(got, want) == 0);
+
+	pid = spawn_child(t, "child-dmnomap", "RSHARE_LIBMLX5=/nonexistent/libmlx5.so.1", &sock);
+	CHECK_OK(rshare_channel_send(sock, a, blob, len));
+	n = (int)read(sock, reply, sizeof(reply) - 1);
+	close(sock);
+	CHECK(reap_child(pid));
+	CHECK(n > 0 && strncmp(reply, "done", 4) == 0);
 	CHECK_OK(rshare_dm_free(dm)); /* unmaps it too */
 	CHECK_OK(rshare_device_close(a));
 }
@@ -385,6 +394,36 @@ int child_dmmap(int sock)
 	snprintf(want, sizeof(want), "mapped by child %d", (int)getpid());
 	words_to((char *)q + 256, want, sizeof(want));
 	CHECK_OK(rshare_dm_unimport(dm)); /* unmaps it too */
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(write(sock, "done\n", 5) == 5);
+	printf("child %d: %d passed, %d failed\n", (int)getpid(), t_pass, t_fail);
+	return t_fail ? 1 : 0;
+}
+
+/* Without libmlx5 (RSHARE_LIBMLX5 names a missing file): the DM is shared
+ * all the same, but not mapped, and the status says why. */
+int child_dmnomap(int sock)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char want[64] = "", got[64] = "";
+	rshare_device *dev = NULL;
+	rshare_dm *dm = NULL;
+	uint32_t caps = 0;
+	void *q = got;
+	size_t len = 0;
+
+	REQUIRE_OK(rshare_channel_recv(sock, &dev, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_device_caps(dev, &caps));
+	CHECK((caps & RSHARE_CAP_DM) && !(caps & RSHARE_CAP_DM_MAP));
+	REQUIRE_OK(rshare_dm_import(dev, blob, len, &dm));
+	CHECK_ST(rshare_dm_map(dm, &q), RSHARE_E_UNSUPPORTED);
+	CHECK_MSG("only mlx5 maps it");
+	CHECK_MSG("/nonexistent/libmlx5.so.1");
+	CHECK(q == got);
+	snprintf(want, sizeof(want), "mapped by parent %d", (int)getppid());
+	CHECK_OK(rshare_dm_read(dm, 0, got, sizeof(got)));
+	CHECK(strcmp(got, want) == 0);
+	CHECK_OK(rshare_dm_unimport(dm));
 	CHECK_OK(rshare_device_close(dev));
 	CHECK(write(sock, "done\n", 5) == 5);
 	printf("child %d: %d passed, %d failed\n", (int)getpid(), t_pass, t_fail);

@@ -106,6 +106,7 @@ int child_var63(int sock);
 /* hw_mr_dm_cases.c: mapped device memory across processes */
 void case_xproc_dm_map(const struct hw_target *t);
 int child_dmmap(int sock);
+int child_dmnomap(int sock);
 /* Start `self mode <sock>` with the child's end of a socketpair; extra_env
  * ("NAME=value" or NULL) is added to its environment. Returns the pid and
  * the parent's end in *sock. */
