@@ -262,6 +262,164 @@ static void case_bad_arguments(void)
 	}
 }
 
+/* ---- a share that carries a buffer (startv / finishv) ---- */
+
+#define BUF_NAME "loop/buf"
+#define BUF_BYTES "written by the publisher"
+
+/* What the publisher tells the test once its share is up. */
+struct buf_pub {
+	ino_t ino;   /* its buffer's memfd */
+	size_t plen; /* the payload's first blob (the PD's) */
+	size_t len;  /* the whole payload: the PD's blob, then the buffer's */
+};
+
+/* A publisher process: a buffer holding BUF_BYTES published under
+ * BUF_NAME with its memfd; it withdraws once *done is closed and exits 0
+ * if the attacher's write (its pid, at offset 64) reached its pages. */
+static pid_t buf_publisher(struct buf_pub *out, int *done)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	REQUIRE(pipe(up) == 0 && pipe(down) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		unsigned char payload[2 * RSHARE_BLOB_MAX];
+		rshare_device *dev;
+		rshare_share *sh;
+		rshare_pd *pd;
+		rshare_buf *buf;
+		struct buf_pub me;
+		struct stat st;
+		size_t blen;
+		int fd, peer = 0;
+		char *ptr, c;
+
+		close(up[0]);
+		close(down[1]);
+		if (rshare_device_open("sim0", &dev) || rshare_pd_alloc(dev, &pd) ||
+		    rshare_buf_alloc(pd, 4096, RSHARE_ACCESS_LOCAL_WRITE, &buf) ||
+		    rshare_buf_ptr(buf, (void **)&ptr, NULL) || rshare_buf_fd(buf, &fd) ||
+		    fstat(fd, &st))
+			_exit(2);
+		memcpy(ptr, BUF_BYTES, sizeof(BUF_BYTES));
+		me.ino = st.st_ino;
+		me.plen = export_pd(pd, payload);
+		if (rshare_buf_export(buf, payload + me.plen, sizeof(payload) - me.plen, &blen))
+			_exit(3);
+		me.len = me.plen + blen;
+		if (rshare_broker_publishv(path, BUF_NAME, dev, &fd, 1, payload, me.len, NULL, &sh) ||
+		    write(up[1], &me, sizeof(me)) != sizeof(me))
+			_exit(4);
+		if (read(down[0], &c, 1) != 0) /* the test closes its end when done */
+			_exit(5);
+		memcpy(&peer, ptr + 64, sizeof(peer));
+		if (rshare_broker_withdraw(sh) || rshare_buf_free(buf) || rshare_pd_free(pd) ||
+		    rshare_device_close(dev))
+			_exit(6);
+		_exit(peer == (int)getppid() ? 0 : 7);
+	}
+	close(up[1]);
+	close(down[0]);
+	REQUIRE(read(up[0], out, sizeof(*out)) == sizeof(*out));
+	close(up[0]);
+	*done = down[1];
+	return pid;
+}
+
+/* Import the attached PD and buffer, check the publisher's bytes and
+ * write this process's pid where the publisher looks for it. */
+static void use_buffer(rshare_device *dev, const unsigned char *payload,
+		       const struct buf_pub *bp, int fd)
+{
+	rshare_pd *pd;
+	rshare_buf *buf;
+	char *ptr;
+	int me = (int)getpid();
+
+	REQUIRE_OK(rshare_pd_import(dev, payload, bp->plen, &pd));
+	REQUIRE_OK(rshare_buf_import(pd, payload + bp->plen, bp->len - bp->plen, fd, &buf));
+	REQUIRE_OK(rshare_buf_ptr(buf, (void **)&ptr, NULL));
+	CHECK(memcmp(ptr, BUF_BYTES, sizeof(BUF_BYTES)) == 0);
+	memcpy(ptr + 64, &me, sizeof(me));
+	CHECK_OK(rshare_buf_unimport(buf));
+	CHECK_OK(rshare_pd_unimport(pd));
+}
+
+static void case_buffer_share(void)
+{
+	unsigned char payload[2 * RSHARE_BLOB_MAX], small[8];
+	int fds[4] = { -1, -1, -1, -1 }, before = count_fds(), mid, done, st, fd;
+	rshare_attach *op, *plain, *gone;
+	rshare_device *dev;
+	struct buf_pub bp;
+	struct stat sb;
+	size_t len, n;
+	pid_t pub;
+
+	/* Both wait before the share exists; the publisher is another process. */
+	REQUIRE_OK(rshare_broker_attach_startv(path, BUF_NAME, &op));
+	REQUIRE_OK(rshare_broker_attach_start(path, BUF_NAME, &plain));
+	pub = buf_publisher(&bp, &done);
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+
+	/* finish (no v) is told to use finishv, and the op keeps the share. */
+	CHECK_ST(rshare_attach_finish(op, &dev, payload, sizeof(payload), &len),
+		 RSHARE_E_PROTOCOL);
+	CHECK_MSG("rshare_attach_finishv");
+	CHECK_OK(rshare_attach_fd(op, &fd));
+	/* No room for the fd, or for the payload: both sizes told, share kept. */
+	n = len = 0;
+	CHECK_ST(rshare_attach_finishv(op, &dev, NULL, 0, &n, payload, sizeof(payload), &len),
+		 RSHARE_E_NOSPACE);
+	CHECK(n == 1 && len == bp.len);
+	n = len = 0;
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, 4, &n, small, sizeof(small), &len),
+		 RSHARE_E_NOSPACE);
+	CHECK(n == 1 && len == bp.len && fds[0] == -1);
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, 4, NULL, payload, sizeof(payload), &len),
+		 RSHARE_E_INVAL);
+	/* Room for both: the device, the payload and the buffer's memfd. */
+	CHECK_OK(rshare_attach_finishv(op, &dev, fds, 4, &n, payload, sizeof(payload), &len));
+	CHECK(n == 1 && len == bp.len && fds[1] == -1);
+	REQUIRE(fstat(fds[0], &sb) == 0);
+	CHECK(sb.st_ino == bp.ino);
+	CHECK(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+	use_buffer(dev, payload, &bp, fds[0]);
+	close(fds[0]);
+	CHECK_OK(rshare_device_close(dev));
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, 4, &n, payload, sizeof(payload), &len),
+		 RSHARE_E_STALE);
+
+	/* An op started without v is refused the share by the broker: over. */
+	REQUIRE_OK(rshare_attach_wait(plain, 5000, 0));
+	CHECK_ST(rshare_attach_finishv(plain, &dev, fds, 4, &n, payload, sizeof(payload), &len),
+		 RSHARE_E_PROTOCOL);
+	CHECK_MSG("rshare_broker_attachv");
+	CHECK_ST(rshare_attach_cancel(plain), RSHARE_E_STALE);
+
+	/* Cancelled after the share arrived: read into the op (a short fds_cap)
+	 * or still queued on its socket; either way no fd stays behind. */
+	mid = count_fds();
+	REQUIRE_OK(rshare_broker_attach_startv(path, BUF_NAME, &op));
+	REQUIRE_OK(rshare_broker_attach_startv(path, BUF_NAME, &gone));
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+	REQUIRE_OK(rshare_attach_wait(gone, 5000, 0));
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, 0, &n, payload, sizeof(payload), &len),
+		 RSHARE_E_NOSPACE);
+	CHECK(count_fds() >= mid + 2 + 2); /* the sockets, the device and memfd held */
+	CHECK_OK(rshare_attach_cancel(op));
+	CHECK_OK(rshare_attach_cancel(gone));
+	CHECK(count_fds() == mid);
+
+	close(done);
+	REQUIRE(waitpid(pub, &st, 0) == pub);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* it saw this process's write */
+	CHECK(count_fds() == before);
+}
+
 /* The broker stops while an operation waits: finish reports it, once. */
 static pid_t broker; /* the broker process of the case, 0 once reaped */
 

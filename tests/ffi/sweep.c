@@ -205,6 +205,10 @@ static void a_attach_start(struct fixture *f, ffi_val *a)
 {
 	SET(a, VP(f->bpath), VP("sweep"), VP(&f->p));
 }
+static void a_attach_finishv(struct fixture *f, ffi_val *a)
+{
+	SET(a, VP(f->attach), VP(&f->p), VP(f->fds), VZ(16), VP(&f->z2), BUF(f), VP(&f->z));
+}
 static void a_attach_op(struct fixture *f, ffi_val *a) { SET(a, VP(f->attach)); }
 static void a_attach_fd(struct fixture *f, ffi_val *a) { SET(a, VP(f->attach), VP(&f->i)); }
 static void a_attach_wait(struct fixture *f, ffi_val *a)
@@ -315,9 +319,13 @@ static const struct recipe recipes[] = {
 	{ "rshare_dm_unmap", "", a_dm },
 	{ "rshare_broker_attachv", "endpoint fds", a_attachv },
 	{ "rshare_broker_attach_start", "endpoint", a_attach_start },
+	{ "rshare_broker_attach_startv", "endpoint", a_attach_start },
 	{ "rshare_attach_fd", "", a_attach_fd },
 	{ "rshare_attach_wait", "", a_attach_wait },
 	{ "rshare_attach_finish", "", a_attach_finish },
+	/* fds may be NULL: a share without extra fds (the sweep's) is then
+	 * finished; the sweep checks the rest. */
+	{ "rshare_attach_finishv", "fds", a_attach_finishv },
 	{ "rshare_attach_cancel", "", a_attach_op },
 	{ "rshare_broker_waiting", "endpoint", a_list },
 };

@@ -1161,7 +1161,11 @@ RSHARE_API int rshare_broker_list(const char *endpoint, char *buf, size_t cap, s
  * waiting request as it sees the connection end (before it serves any
  * request that reaches it later, rshare_broker_waiting() included), and the
  * process keeps no fd of it. A share that arrived but was not finished is
- * released with the operation (its device fd closed).
+ * released with the operation (its device fd and extra fds closed).
+ *
+ * A share that carries extra fds (shared buffers' memory, published with
+ * rshare_broker_publishv()) is attached by rshare_broker_attach_startv()
+ * and rshare_attach_finishv(), as rshare_broker_attachv() attaches it.
  *
  * An operation is a handle like the others (generation-checked; a finished
  * or cancelled one gives RSHARE_E_STALE). Calls on one operation are
@@ -1187,6 +1191,20 @@ enum rshare_wait_flags {
  */
 RSHARE_API int rshare_broker_attach_start(const char *endpoint, const char *name,
 					  rshare_attach **op);
+
+/**
+ * rshare_broker_attach_start() for a share that may carry extra fds (one
+ * published with rshare_broker_publishv(): shared buffers' memory): the
+ * request says they are welcome, as rshare_broker_attachv()'s does, and
+ * rshare_attach_finishv() hands them over. A share without extra fds
+ * arrives as with rshare_broker_attach_start(). (An operation started
+ * without v is refused such a share by the broker: its finish answers
+ * RSHARE_E_PROTOCOL, naming rshare_broker_attachv, and the op is over.)
+ * Returns the statuses of rshare_broker_attach_start(); a 1.1 broker
+ * refuses the request (the finish answers RSHARE_E_PROTOCOL). Since 1.2.
+ */
+RSHARE_API int rshare_broker_attach_startv(const char *endpoint, const char *name,
+					   rshare_attach **op);
 
 /**
  * The fd to poll for readability (POLLIN, EPOLLIN, a loop's reader) while
@@ -1219,8 +1237,11 @@ RSHARE_API int rshare_attach_wait(rshare_attach *op, int timeout_ms, uint32_t fl
  * payload NULL with a non-empty payload) gives RSHARE_E_NOSPACE with *len
  * set and op keeps the share: call again with a larger buffer. With
  * RSHARE_E_AGAIN, RSHARE_E_NOSPACE, RSHARE_E_INVAL and RSHARE_E_STALE op is
- * untouched; with any other status (success included) op is over: its
- * connection is closed and the handle is stale.
+ * untouched, and so with RSHARE_E_PROTOCOL for a share that arrived with
+ * extra fds (an op from rshare_broker_attach_startv(): the message names
+ * rshare_attach_finishv(), which takes them); with any other status
+ * (success included) op is over: its connection is closed and the handle
+ * is stale.
  * Returns RSHARE_OK; RSHARE_E_AGAIN; RSHARE_E_INVAL (dev or len NULL);
  * RSHARE_E_STALE; RSHARE_E_NOSPACE; RSHARE_E_PERM (the share's policy
  * refuses this process); RSHARE_E_NODEV; RSHARE_E_BUSY (this uid holds its
@@ -1229,6 +1250,24 @@ RSHARE_API int rshare_attach_wait(rshare_attach *op, int timeout_ms, uint32_t fl
  */
 RSHARE_API int rshare_attach_finish(rshare_attach *op, rshare_device **dev, void *payload,
 				    size_t cap, size_t *len);
+
+/**
+ * rshare_attach_finish() that also takes the share's extra fds (an op
+ * from rshare_broker_attach_startv()): they are stored in fds (fds_cap
+ * entries), *nfds set to their number (0 for a share without any); the
+ * caller owns them (close-on-exec), as with rshare_broker_attachv(). Too
+ * small an fds_cap (or fds NULL) or payload gives RSHARE_E_NOSPACE with
+ * both *nfds and *len set, and op keeps the share (fds included) for a
+ * call with more room. rshare_attach_finish() of an op whose share arrived
+ * with extra fds answers RSHARE_E_PROTOCOL naming this call, and there op
+ * keeps the share as well: call this one, or rshare_attach_cancel(), which
+ * closes the fds with the rest. Since 1.2.
+ * Returns the statuses of rshare_attach_finish(), RSHARE_E_INVAL also for
+ * nfds NULL.
+ */
+RSHARE_API int rshare_attach_finishv(rshare_attach *op, rshare_device **dev, int *fds,
+				     size_t fds_cap, size_t *nfds, void *payload, size_t cap,
+				     size_t *len);
 
 /**
  * End a pending op without attaching: its connection is closed (the broker

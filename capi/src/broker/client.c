@@ -761,37 +761,36 @@ struct attach_op {
 	int fd;
 	bool answered;   /* rep holds the broker's reply */
 	bool over;       /* finished: only the retirement is left */
-	struct reply rep;
+	struct reply rep; /* its fds (device, ledger, extra) are the op's until finished */
 	uint8_t *rx;
 };
 
 static void attach_op_free(struct attach_op *op)
 {
-	if (op->rep.fd >= 0)
-		rs_close_untrusted(op->rep.fd);
-	if (op->rep.ledger_fd >= 0)
-		rs_close_untrusted(op->rep.ledger_fd);
+	drop_reply_fds(&op->rep); /* a share that arrived unfinished, extra fds included */
 	rs_close_socket_untrusted(op->fd);
 	pthread_mutex_destroy(&op->lock);
 	free(op->rx);
 	free(op);
 }
 
-int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_attach **out)
+/* hflags: RSB_FLAG_FDS when the share's extra fds are welcome (startv). */
+static int attach_start(const char *endpoint, const char *name, uint8_t hflags,
+			rshare_attach **out)
 {
 	struct attach_op *op;
 	struct rs_slot *slot;
 	int status;
 
 	if (!out)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "op is NULL"));
+		return rs_fail(RSHARE_E_INVAL, 0, "op is NULL");
 	status = check_name(name);
 	if (status)
-		RS_RETURN(status);
+		return status;
 	op = calloc(1, sizeof(*op));
 	if (!op || !(op->rx = malloc(RX_MAX))) {
 		free(op);
-		RS_RETURN(rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate an attach operation"));
+		return rs_fail(RSHARE_E_NOMEM, ENOMEM, "cannot allocate an attach operation");
 	}
 	pthread_mutex_init(&op->lock, NULL);
 	op->rep.fd = op->rep.ledger_fd = -1;
@@ -801,20 +800,31 @@ int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_at
 		pthread_mutex_destroy(&op->lock);
 		free(op->rx);
 		free(op);
-		RS_RETURN(status);
+		return status;
 	}
 	status = send_request(op->fd, op->rx,
-			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX, 0),
+			      rsb_encode_attach(op->rx, name, RSB_WAIT_FOREVER, RSHARE_PAYLOAD_MAX,
+						hflags),
 			      NULL, 0);
 	if (!status)
 		status = rs_slot_reserve(&slot);
 	if (status) {
 		attach_op_free(op);
-		RS_RETURN(status);
+		return status;
 	}
 	slot->u.any = op;
 	*out = rs_slot_publish(slot, RS_OBJ_ATTACH);
 	return RSHARE_OK;
+}
+
+int rshare_broker_attach_start(const char *endpoint, const char *name, rshare_attach **out)
+{
+	RS_RETURN(attach_start(endpoint, name, 0, out));
+}
+
+int rshare_broker_attach_startv(const char *endpoint, const char *name, rshare_attach **out)
+{
+	RS_RETURN(attach_start(endpoint, name, RSB_FLAG_FDS, out));
 }
 
 int rshare_attach_fd(const rshare_attach *h, int *fd)
@@ -883,19 +893,42 @@ static int attach_op_end(rshare_attach *h)
 	return RSHARE_OK;
 }
 
-int rshare_attach_finish(rshare_attach *h, rshare_device **dev, void *payload, size_t cap,
-			 size_t *len)
+/* Whether op's share can be handed over now: the caller's room for the
+ * payload and (x) the extra fds. When it cannot, op keeps the share and
+ * the caller learns what to change; RSHARE_OK when it can. */
+static int attach_op_fits(const struct attach_op *op, const struct attach_fds *x,
+			  const void *payload, size_t cap, size_t *len)
+{
+	size_t room = payload ? cap : 0, nextra = (size_t)op->rep.nextra;
+
+	if (nextra && !x)
+		return rs_fail(RSHARE_E_PROTOCOL, 0, "the share carries %zu fd(s) besides the "
+			       "device (a buffer's memory): finish with rshare_attach_finishv "
+			       "(the share is kept)", nextra);
+	if (x)
+		*x->n = nextra; /* both sizes told at once: one retry suffices */
+	if (op->rep.h.len > room || (x && nextra > (x->fds ? x->cap : 0))) {
+		*len = op->rep.h.len;
+		return rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu bytes and %zu fds, the share "
+			       "has %u and %zu (the share is kept)", room,
+			       x && x->fds ? x->cap : 0, op->rep.h.len, nextra);
+	}
+	return RSHARE_OK;
+}
+
+static int attach_finish(rshare_attach *h, rshare_device **dev, const struct attach_fds *x,
+			 void *payload, size_t cap, size_t *len)
 {
 	struct attach_op *op;
 	struct rs_slot *slot;
 	bool end;
 	int status;
 
-	if (!dev || !len)
-		RS_RETURN(rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : "len"));
+	if (!dev || !len || (x && !x->n))
+		return rs_fail(RSHARE_E_INVAL, 0, "%s is NULL", !dev ? "dev" : !len ? "len" : "nfds");
 	status = rs_pin(h, RS_OBJ_ATTACH, &slot);
 	if (status)
-		RS_RETURN(status);
+		return status;
 	op = slot->u.any;
 	pthread_mutex_lock(&op->lock);
 	if (op->over)
@@ -903,23 +936,34 @@ int rshare_attach_finish(rshare_attach *h, rshare_device **dev, void *payload, s
 				 (void *)h);
 	else
 		status = attach_op_read(op);
-	if (!status && op->rep.h.status == RSHARE_OK && op->rep.h.len > (payload ? cap : 0)) {
-		*len = op->rep.h.len; /* kept for a call with a larger buffer */
-		status = rs_fail(RSHARE_E_NOSPACE, 0, "payload buffer of %zu bytes too small, "
-				 "%u needed (the share is kept)", payload ? cap : 0,
-				 op->rep.h.len);
-	} else if (!status) {
-		status = attach_result(&op->rep, RSHARE_PAYLOAD_MAX, dev, NULL, payload, cap, len);
-		op->over = true;
-	} else if (status != RSHARE_E_AGAIN && status != RSHARE_E_STALE) {
+	if (!status && op->rep.h.status == RSHARE_OK)
+		status = attach_op_fits(op, x, payload, cap, len); /* failing: the share is kept */
+	else if (status && status != RSHARE_E_AGAIN && status != RSHARE_E_STALE)
 		op->over = true; /* the connection failed */
+	if (!status) {
+		status = attach_result(&op->rep, RSHARE_PAYLOAD_MAX, dev, x, payload, cap, len);
+		op->over = true;
 	}
 	end = op->over && status != RSHARE_E_STALE;
 	pthread_mutex_unlock(&op->lock);
 	rs_unpin(slot);
 	if (end)
 		attach_op_end(h); /* unless a cancel in another thread was first */
-	RS_RETURN(status);
+	return status;
+}
+
+int rshare_attach_finish(rshare_attach *h, rshare_device **dev, void *payload, size_t cap,
+			 size_t *len)
+{
+	RS_RETURN(attach_finish(h, dev, NULL, payload, cap, len));
+}
+
+int rshare_attach_finishv(rshare_attach *h, rshare_device **dev, int *fds, size_t fds_cap,
+			  size_t *nfds, void *payload, size_t cap, size_t *len)
+{
+	struct attach_fds x = { fds, fds_cap, nfds };
+
+	RS_RETURN(attach_finish(h, dev, &x, payload, cap, len));
 }
 
 int rshare_attach_cancel(rshare_attach *h)
