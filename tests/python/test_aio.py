@@ -188,3 +188,64 @@ def test_recv_on_the_loop():
     before = len(os.listdir("/proc/self/fd"))
     asyncio.run(main())
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+BUFFER_PUBLISHER = '''
+import os, sys, rshare
+with rshare.open("sim0") as dev, dev.alloc_pd() as pd:
+    buf = pd.alloc_buffer(4096)
+    memoryview(buf)[:9] = b"published"
+    with rshare.publish("aio/buffer", dev, pd=pd, buf=buf, endpoint=sys.argv[1]):
+        print("published", os.fstat(buf.fd).st_ino, flush=True)
+        sys.stdin.read()
+    print("attacher wrote", bytes(memoryview(buf)[9:14]), flush=True)
+    buf.free()
+'''
+
+
+def test_attach_a_buffer_share_with_a_timeout(endpoint):
+    """aio.attach of a share that carries a buffer (its memfd travels with
+    it) waits for it with a timeout and returns it imported, zero-copy with
+    numpy, as rshare.attach does; import_objects=False hands over the
+    publisher's own memfd; nothing is left open afterwards."""
+    np = pytest.importorskip("numpy")
+
+    async def main():
+        task = asyncio.ensure_future(rshare.aio.attach("aio/buffer", timeout=10,
+                                                       endpoint=endpoint))
+        while not rshare.waiting(endpoint):
+            await asyncio.sleep(0.01)
+        publisher = subprocess.Popen([sys.executable, "-c", BUFFER_PUBLISHER, endpoint],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            ino = int(publisher.stdout.readline().split()[1])
+            with await asyncio.wait_for(task, 20) as share:
+                got = share.buf
+                assert got is not None and got.imported and share.fds == []
+                view = np.frombuffer(got, dtype=np.uint8)
+                assert view.ctypes.data == got.ptr  # zero-copy: the mapping itself
+                assert bytes(view[:9]) == b"published"
+                view[9:14] = list(b"aio!!")
+                del view
+            # Published now; by hand, with a timeout again and without.
+            for timeout in (5, None):
+                with await rshare.aio.attach("aio/buffer", timeout=timeout, endpoint=endpoint,
+                                             import_objects=False) as share:
+                    assert len(share.fds) == 1 and os.fstat(share.fds[0]).st_ino == ino
+                    pd_blob, buf_blob = share.blobs
+                    apd = share.device.import_pd(pd_blob)
+                    mine = apd.import_buffer(buf_blob, share.fds[0])
+                    assert bytes(memoryview(mine)[:9]) == b"published"
+                    mine.unimport()
+                    apd.unimport()
+        finally:
+            publisher.stdin.close()
+            out = publisher.stdout.read()
+            assert publisher.wait(timeout=20) == 0
+        assert "attacher wrote b'aio!!'" in out, out
+
+    with rshare.serve(endpoint):
+        before = len(os.listdir("/proc/self/fd"))
+        asyncio.run(main())
+        assert len(os.listdir("/proc/self/fd")) == before
+        assert rshare.waiting(endpoint) == []

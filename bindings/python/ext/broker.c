@@ -332,7 +332,7 @@ static PyObject *attach_start(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "zs:attach_start", &endpoint, &name))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	st = rshare_broker_attach_start(endpoint, name, &op);
+	st = rshare_broker_attach_startv(endpoint, name, &op); /* buffers' fds welcome */
 	Py_END_ALLOW_THREADS
 	return st ? rs_py_raise(st) : PyLong_FromVoidPtr(op);
 }
@@ -349,13 +349,33 @@ static PyObject *attach_fd(PyObject *self, PyObject *arg)
 	return st ? rs_py_raise(st) : PyLong_FromLong(fd);
 }
 
-/* (Device, payload) once the share arrived (the operation is then over),
- * None while it has not (RSHARE_E_AGAIN); never blocks. */
+/* A list of the received fds, the list's then (closed if it cannot be made). */
+static PyObject *fd_list(const int *fds, size_t nfds)
+{
+	PyObject *fdl = PyList_New((Py_ssize_t)nfds);
+
+	for (size_t i = 0; i < nfds; i++) {
+		PyObject *v = fdl ? PyLong_FromLong(fds[i]) : NULL;
+
+		if (v) {
+			PyList_SET_ITEM(fdl, (Py_ssize_t)i, v);
+		} else {
+			close(fds[i]);
+			Py_CLEAR(fdl);
+		}
+	}
+	return fdl;
+}
+
+/* (Device, payload, [fds]) once the share arrived (the operation is then
+ * over; the fds, its buffers' memory, are the caller's), None while it has
+ * not (RSHARE_E_AGAIN); never blocks. */
 static PyObject *attach_finish(PyObject *self, PyObject *arg)
 {
 	rshare_device *h = NULL;
-	PyObject *dev, *res;
-	size_t len = 0;
+	PyObject *dev, *fdl, *res = NULL;
+	int fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t len = 0, nfds = 0;
 	char *buf;
 	void *op;
 	int st;
@@ -366,15 +386,22 @@ static PyObject *attach_finish(PyObject *self, PyObject *arg)
 	buf = malloc(RSHARE_PAYLOAD_MAX);
 	if (!buf)
 		return PyErr_NoMemory();
-	st = rshare_attach_finish(op, &h, buf, RSHARE_PAYLOAD_MAX, &len);
+	st = rshare_attach_finishv(op, &h, fds, RSHARE_CHANNEL_FDS_MAX, &nfds, buf,
+				   RSHARE_PAYLOAD_MAX, &len);
 	if (st) {
 		free(buf);
 		if (st == RSHARE_E_AGAIN)
 			Py_RETURN_NONE;
 		return rs_py_raise(st);
 	}
+	fdl = fd_list(fds, nfds);
 	dev = rs_py_wrap_device(h);
-	res = dev ? Py_BuildValue("(Ny#)", dev, buf, (Py_ssize_t)len) : NULL;
+	if (dev && fdl)
+		res = Py_BuildValue("(Ny#N)", dev, buf, (Py_ssize_t)len, fdl);
+	if (!res) {
+		Py_XDECREF(dev);
+		Py_XDECREF(fdl);
+	}
 	free(buf);
 	return res;
 }
@@ -415,7 +442,7 @@ PyMethodDef rs_py_broker_methods[] = {
 	  "attach_start(endpoint, name): a pending attach operation (no time limit)." },
 	{ "attach_fd", attach_fd, METH_O, "attach_fd(op): the fd to wait on for readability." },
 	{ "attach_finish", attach_finish, METH_O,
-	  "attach_finish(op): (Device, payload), or None while the share has not arrived." },
+	  "attach_finish(op): (Device, payload, fds), or None while the share has not arrived." },
 	{ "attach_cancel", attach_cancel, METH_O,
 	  "attach_cancel(op): end a pending operation (no fd, no request left)." },
 	{ NULL, NULL, 0, NULL }

@@ -14,8 +14,9 @@ top-level ``share = await rshare.aio.attach("team/exp1")``.
 
 Nothing here uses a thread: each call registers a reader for an fd with the
 running loop (``loop.add_reader``) and does the non-blocking C step when it
-is readable (an attach is ``rshare_broker_attach_start`` /
-``rshare_attach_finish``). Cancelling the awaiting task (``task.cancel()``,
+is readable (an attach is ``rshare_broker_attach_startv`` /
+``rshare_attach_finishv``, which also take a share's buffers' fds).
+Cancelling the awaiting task (``task.cancel()``,
 ``asyncio.wait_for``, ``asyncio.timeout``) unregisters the reader and
 cancels the C operation at once: no fd is left open, no object half
 imported, no request left waiting at the broker. The process can exit
@@ -29,7 +30,7 @@ until step returns something other than None; calls that need more fds
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Optional, Tuple, TypeVar
+from typing import Callable, List, Optional, Tuple, TypeVar
 
 from . import _rshare as _c
 from ._broker import Attached, _attached
@@ -82,7 +83,9 @@ async def attach(name: str, timeout: Optional[float] = None, *,
     objects (an ``Attached``). Waits up to ``timeout`` seconds (None: no
     limit; 0: no wait, one request the broker answers at once) for the name
     to be published, NotFound after that; PermissionDenied if the share's
-    policy refuses this process."""
+    policy refuses this process. A share's buffers come as with
+    ``rshare.attach``, whatever the timeout: imported (``share.buf``), or
+    their fds in ``Attached.fds`` with ``import_objects=False``."""
     if timeout is not None and timeout < 0:
         raise ValueError("timeout must be None or >= 0")
     if timeout == 0:
@@ -95,19 +98,22 @@ async def attach(name: str, timeout: Optional[float] = None, *,
     try:
         fd = _c.attach_fd(handle)
 
-        def step() -> Optional[Tuple[Device, bytes]]:
+        def step() -> Optional[Attached]:
             nonlocal op
             try:
-                got: Optional[Tuple[Device, bytes]] = _c.attach_finish(handle)
+                got: Optional[Tuple[Device, bytes, List[int]]] = _c.attach_finish(handle)
             except BaseException:
                 op = None  # a final failure ends the operation in C
                 raise
-            if got is not None:
-                op = None  # finished: the C operation is over
-            return got
+            if got is None:
+                return None
+            op = None  # finished: the C operation is over
+            # Made here, at once: the fds have an owner even if the result
+            # never reaches the caller (a cancel racing the completion).
+            return _attached(name, got[0], got[1], got[2], import_objects)
 
         try:
-            dev, payload = await asyncio.wait_for(_readable(fd, step), timeout)
+            share = await asyncio.wait_for(_readable(fd, step), timeout)
         except asyncio.TimeoutError:
             raise NotFound(f"rshare.aio.attach: no share named {name!r} appeared within "
                            f"{timeout} s", NotFound.code) from None
@@ -117,4 +123,4 @@ async def attach(name: str, timeout: Optional[float] = None, *,
                 _c.attach_cancel(op)
             except StaleHandleError:
                 pass  # finished in the same instant
-    return Attached(name, dev, payload, import_objects)
+    return share
