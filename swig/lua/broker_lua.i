@@ -17,10 +17,10 @@
  *   broker_list(endpoint) -> st, json
  * and, since 1.2, attach from an event loop (rshare/broker.lua, rshare/luv.lua):
  *   broker_waiting(endpoint) -> st, json
- *   attach_start(endpoint, name) -> st, op
+ *   attach_start(endpoint, name) -> st, op     (extra fds welcome: startv)
  *   attach_fd(op) -> st, fd
  *   attach_wait(op, timeout_ms, flags) -> st   (blocks; RSHARE_E_AGAIN: not yet)
- *   attach_finish(op) -> st, dev, payload      (st RSHARE_E_AGAIN: not yet)
+ *   attach_finish(op) -> st, dev, payload, fds (st RSHARE_E_AGAIN: not yet)
  *   attach_cancel(op) -> st
  */
 %native(broker_start) int rshare_lua_broker_start(lua_State *L);
@@ -165,6 +165,17 @@ static int rshare_lua_push_attached(lua_State *L, int st, rshare_device *dev, ch
 	return 3;
 }
 
+/* The share's extra fds (its buffers' memory, since 1.2) as a table,
+ * the caller's. */
+static void rshare_lua_push_fds(lua_State *L, const int *fds, size_t nfds)
+{
+	lua_createtable(L, (int)nfds, 0);
+	for (size_t k = 0; k < nfds; k++) {
+		lua_pushinteger(L, fds[k]);
+		lua_rawseti(L, -2, (lua_Integer)k + 1);
+	}
+}
+
 static int rshare_lua_broker_attach(lua_State *L)
 {
 	const char *endpoint = luaL_optstring(L, 1, NULL), *name = luaL_checkstring(L, 2);
@@ -184,11 +195,7 @@ static int rshare_lua_broker_attach(lua_State *L)
 	n = rshare_lua_push_attached(L, st, dev, buf, len);
 	if (st != RSHARE_OK)
 		return n;
-	lua_createtable(L, (int)nfds, 0); /* the share's extra fds (since 1.2) */
-	for (size_t k = 0; k < nfds; k++) {
-		lua_pushinteger(L, fds[k]);
-		lua_rawseti(L, -2, (lua_Integer)k + 1);
-	}
+	rshare_lua_push_fds(L, fds, nfds);
 	return n + 1;
 }
 
@@ -235,7 +242,9 @@ static int rshare_lua_broker_waiting(lua_State *L)
 static int rshare_lua_attach_start(lua_State *L)
 {
 	rshare_attach *op = NULL;
-	int st = rshare_broker_attach_start(luaL_optstring(L, 1, NULL), luaL_checkstring(L, 2), &op);
+	/* startv: a share's buffer fds are welcome (attach_finish takes them) */
+	int st = rshare_broker_attach_startv(luaL_optstring(L, 1, NULL), luaL_checkstring(L, 2),
+					     &op);
 
 	lua_pushinteger(L, st);
 	lua_pushinteger(L, (lua_Integer)(uintptr_t)op);
@@ -264,14 +273,20 @@ static int rshare_lua_attach_wait(lua_State *L)
 static int rshare_lua_attach_finish(lua_State *L)
 {
 	rshare_device *dev = NULL;
-	size_t len = 0;
+	int fds[RSHARE_CHANNEL_FDS_MAX];
+	size_t len = 0, nfds = 0;
 	char *buf = malloc(RSHARE_PAYLOAD_MAX);
-	int st;
+	int st, n;
 
 	if (!buf)
 		return luaL_error(L, "rshare: out of memory");
-	st = rshare_attach_finish(rshare_lua_token(L, 1), &dev, buf, RSHARE_PAYLOAD_MAX, &len);
-	return rshare_lua_push_attached(L, st, dev, buf, len);
+	st = rshare_attach_finishv(rshare_lua_token(L, 1), &dev, fds, RSHARE_CHANNEL_FDS_MAX,
+				   &nfds, buf, RSHARE_PAYLOAD_MAX, &len);
+	n = rshare_lua_push_attached(L, st, dev, buf, len);
+	if (st != RSHARE_OK)
+		return n;
+	rshare_lua_push_fds(L, fds, nfds);
+	return n + 1;
 }
 
 static int rshare_lua_attach_cancel(lua_State *L)

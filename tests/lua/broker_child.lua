@@ -9,6 +9,9 @@
 --   broker_child.lua MODULE publish EP NAME PERSISTENT   publish a PD and a
 --       VAR with "PUBL" at 0, print "ready"; unless persistent, wait (up to
 --       20 s) for "ATCH" at 4, then print "done"
+--   broker_child.lua MODULE publish_buf EP NAME   publish a PD and a shared
+--       buffer with "PUBL" at 0, print "ready", wait (up to 20 s) for "ATCH"
+--       at 4 in the buffer, then print "done"
 local rshare = require(arg[1])
 local mode, ep, name = arg[2], arg[3], arg[4]
 
@@ -33,6 +36,22 @@ elseif mode == "attach_mem" then
                                   assert(share.mrs[1]:attrs()).rkey, assert(share.dms[1]:read(0, 8))))
   io.stdout:flush()
   assert(share:close())
+elseif mode == "publish_buf" then
+  local dev = assert(rshare.open("sim0"))
+  local pd = assert(dev:alloc_pd())
+  local buf = assert(pd:alloc_buffer(4096))
+  assert(buf:write(0, "PUBL"))
+  local share = assert(rshare.publish(name, dev, { pd = pd, buf = buf, endpoint = ep }))
+  print("ready")
+  io.stdout:flush()
+  for _ = 1, 400 do
+    if buf:read(4, 4) == "ATCH" then break end
+    os.execute("sleep 0.05")
+  end
+  print(buf:read(4, 4) == "ATCH" and "done" or "no attacher")
+  io.stdout:flush()
+  share:withdraw()
+  assert(buf:free())
 elseif mode == "publish" then
   local dev = assert(rshare.open("sim0"))
   local pd, var = assert(dev:alloc_pd()), assert(dev:alloc_var())

@@ -89,6 +89,68 @@ function cases.attach_completes_next_to_a_timer()
   T.ok(lines:find("done"), "the publisher saw our write: " .. lines)
 end
 
+-- This process's open memfds (a shared buffer's memory).
+local function memfds()
+  T.full_gc()
+  local n, p = 0, assert(io.popen("ls -l /proc/" .. uv.os_getpid() .. "/fd"))
+  for line in p:lines() do
+    if line:find("/memfd:", 1, true) then n = n + 1 end
+  end
+  p:close()
+  return n
+end
+
+-- A share carrying a shared buffer (its memfd travels with it), published
+-- by another process while the wait (with a timeout) runs: the callback
+-- gets it imported and sees the publisher's bytes; by hand with
+-- import = false the fd comes in share.fds. No memfd or socket is left.
+function cases.buffer_share_with_a_timeout()
+  local before_fds, before_socks, got = memfds(), sockets(), nil
+  assert(rluv.attach(uv, rshare, "luv/buf", { endpoint = EP, timeout = 10 },
+    function(share, msg, code)
+      got = { msg = tostring(msg) .. " " .. tostring(code), attached = share ~= nil }
+      if not share then return end
+      got.word = share.buf and share.buf:read(0, 4)
+      if rshare.backend == "ffi" then -- zero-copy: the mapping itself
+        local p, n = share.buf:ptr()
+        got.ptr_word, got.len = require("ffi").string(p, 4), n
+      end
+      -- Published now: an operation by hand, the fd left to the caller.
+      local op = assert(rshare.attach_start("luv/buf", { endpoint = EP, import = false }))
+      assert(op:wait(5000))
+      local raw = assert(op:finish())
+      got.raw_fds, got.raw_bufs = #raw.fds, #raw.bufs
+      assert(raw:close())
+      assert(share.buf:write(4, "ATCH")) -- the publisher then exits
+      assert(share:close())
+    end))
+  T.eq(waiting(), 1, "waiting at the broker")
+  local out = uv.new_pipe(false)
+  local lines, status, child = "", nil, nil
+  child = uv.spawn(interpreter(), { args = { CHILD, MODULE, "publish_buf", EP, "luv/buf" },
+                                    stdio = { nil, out, 2 } }, function(code)
+    status = code
+    child:close()
+  end)
+  out:read_start(function(_, data)
+    if data then lines = lines .. data else out:close() end
+  end)
+  run_loop()
+  T.ok(got and got.attached, "attached: " .. tostring(got and got.msg))
+  T.eq(got.word, "PUBL", "the publisher's bytes through share.buf")
+  if rshare.backend == "ffi" then
+    T.eq(got.ptr_word, "PUBL", "the publisher's bytes through buf:ptr()")
+    T.eq(got.len, 4096, "the mapping's length")
+  end
+  T.eq(got.raw_fds, 1, "import = false: the buffer's fd in share.fds")
+  T.eq(got.raw_bufs, 0, "import = false: nothing imported")
+  T.eq(status, 0, "publisher exit status")
+  T.ok(lines:find("done"), "the publisher saw our write: " .. lines)
+  T.eq(waiting(), 0, "waiting afterwards")
+  T.eq(memfds(), before_fds, "memfds afterwards")
+  T.eq(sockets(), before_socks, "sockets afterwards")
+end
+
 function cases.timeout_leaves_nothing()
   local before, result = sockets(), nil
   local t0 = uv.hrtime()

@@ -99,7 +99,8 @@ local function ffi_backend(C)
   -- Since 1.2: attach from an event loop.
   function R.broker_waiting(ep) return json(C.rshare_broker_waiting, ep) end
   function R.attach_start(ep, name)
-    local st = C.rshare_broker_attach_start(ep, name, ffi.cast("rshare_attach **", h_cell))
+    -- startv: a share's buffer fds are welcome (attach_finish takes them)
+    local st = C.rshare_broker_attach_startv(ep, name, ffi.cast("rshare_attach **", h_cell))
     return st, ffi.cast("uintptr_t", h_cell[0])
   end
   function R.attach_fd(h)
@@ -108,8 +109,8 @@ local function ffi_backend(C)
   end
   function R.attach_finish(h)
     payload = payload or ffi.new("uint8_t[?]", C.RSHARE_PAYLOAD_MAX)
-    return attached(C.rshare_attach_finish(token(h), dev_cell, payload, C.RSHARE_PAYLOAD_MAX,
-                                           size_cell))
+    return attached(C.rshare_attach_finishv(token(h), dev_cell, fd_cells, FDS_MAX, nfds_cell,
+                                            payload, C.RSHARE_PAYLOAD_MAX, size_cell), true)
   end
   function R.attach_cancel(h) return C.rshare_attach_cancel(token(h)) end
   function R.attach_wait(h, ms, flags) return C.rshare_attach_wait(token(h), ms, flags) end
@@ -421,11 +422,11 @@ function broker.extend(M)
   -- (the operation is over, but for RSHARE_E_AGAIN).
   function Attach:finish()
     if self.h == nil then return nil, "rshare: attach operation already over", "RSHARE_E_STALE" end
-    local st, h, payload = R.attach_finish(self.h)
+    local st, h, payload, fds = R.attach_finish(self.h)
     if st == R.AGAIN then return fail(st) end
     self.h = nil
     if st ~= 0 then return fail(st) end
-    return make_attached(self.name, h, payload, self.opts)
+    return make_attached(self.name, h, payload, self.opts, fds)
   end
 
   -- Block until op:finish() has an answer, up to ms milliseconds (nil: no
