@@ -41,6 +41,7 @@ uint64_t rs_blob_get(const struct rs_blob *b, int field)
 	case RSHARE_FIELD_ACCESS: return b->access;
 	case RSHARE_FIELD_MEM_DEV: return b->mem_dev;
 	case RSHARE_FIELD_MEM_INO: return b->mem_ino;
+	case RSHARE_FIELD_LEDGER: return b->ledger;
 	default: return 0;
 	}
 }
