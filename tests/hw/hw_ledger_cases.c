@@ -333,9 +333,9 @@ static int stale_refused(rshare_device *d, const void *arg)
  * third process; the bare level cannot tell (docs/hardware.md). */
 void case_var_ledger_reuse(const struct hw_target *t)
 {
-	rshare_device *a = hw_open_dev(t->name), *bare;
+	rshare_device *a = hw_open_dev(t->name), *bare, *c;
 	struct var_blob vb[4]; /* stale: freed here, freed elsewhere; live: their successors */
-	rshare_var *v1, *v2, *v3, *v4, *wrong = NULL;
+	rshare_var *v1, *v2, *v3, *v3c, *v4, *wrong = NULL;
 
 	/* Freed by its maker, the same offset handed to the next VAR. */
 	REQUIRE_OK(rshare_var_alloc(a, 0, &v1));
@@ -350,13 +350,23 @@ void case_var_ledger_reuse(const struct hw_target *t)
 	CHECK(wrong == NULL);
 
 	/* Freed by another process that imported it; this process still
-	 * holds its handle, and the next VAR takes the offset. */
+	 * holds its handle (and c, a context received over a channel, an
+	 * imported one), and the next VAR takes the offset. */
+	c = hw_channel_dev(a);
 	REQUIRE_OK(rshare_var_alloc(a, 0, &v3));
 	var_blob_of(v3, &vb[1]);
+	REQUIRE_OK(rshare_var_import(c, vb[1].b, vb[1].len, &v3c));
 	CHECK(in_child(a, import_and_free, &vb[1]));
 	REQUIRE_OK(rshare_var_alloc(a, 0, &v4));
 	var_blob_of(v4, &vb[3]);
 	CHECK(vb[3].off == vb[1].off);
+	/* c saw neither the free nor v4, and v4 took v3's offset (and, the
+	 * handle being lowest-free too, its kernel handle): freeing c's
+	 * handle would destroy v4. The ledger refuses; v4 lives on. */
+	CHECK_ST(rshare_var_free(v3c), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("freed by another process since this handle got it");
+	CHECK_OK(rshare_var_unimport(v3c));
+	CHECK_OK(rshare_device_close(c));
 
 	/* A third process, which saw none of it, refuses both stale blobs
 	 * and imports both live ones. */

@@ -14,7 +14,9 @@
  * the freed object's key before the kernel destroy; a blob carries the
  * serial its object had when it was made or imported, and an import into a
  * context with the ledger refuses a blob whose serial is not the key's
- * current one (RSHARE_E_NOT_FOUND).
+ * current one (RSHARE_E_NOT_FOUND), and a free refuses a handle whose
+ * object's serial moved on since the handle got it (freed elsewhere: the
+ * destroy could reach the object now at that handle).
  *
  * The memfd is untrusted shared memory exactly as sim0's table is
  * (sim_table.h's rule): any process holding it can write any byte at any

@@ -265,6 +265,21 @@ static int release(const void *h, const struct rs_obj_ops *ops, bool destroy, bo
 		uint32_t before;
 		bool bumped = obj_ledger_key(obj, &k) && rs_ledger_bump(l, k.space, k.key, &before);
 
+		/* The serial moved on since this handle got the object: it was
+		 * freed through rshare elsewhere, and the kernel may have given
+		 * its handle (or VAR offset) to another object, which a destroy
+		 * would take down instead. (A held MR is freed by its buffer,
+		 * which checked and bumped the same handle's serial already.) */
+		if (bumped && !owner && obj->ledger_known && before != obj->ledger_serial) {
+			rs_ledger_undo(l, k.space, k.key, before);
+			rs_retire_cancel(slot);
+			return rs_fail(RSHARE_E_NOT_FOUND, 0,
+				       "this %s on %s was freed by another process since this "
+				       "handle got it (ledger serial %u, the handle's %u): "
+				       "unimport it instead",
+				       rs_obj_kind_name(ops->slot_kind), obj->dev->ctx.name,
+				       before, obj->ledger_serial);
+		}
 		status = ops->destroy(obj);
 		if (status) {
 			if (bumped)
