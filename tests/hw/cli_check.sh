@@ -128,6 +128,9 @@ if run "selftest" $FAULT -- selftest --device mlx5_sim0; then
 	for item in capabilities identity 'PD reuse' 'MR reuse' 'DM reuse' VAR; do
 		has "^PASS  $item " "selftest"
 	done
+	# The next VAR takes the freed one's mmap offset; the ledger refuses
+	# the old blob all the same.
+	has '^PASS  VAR .*blob refused \(its mmap offset reused by the next VAR\)$' "selftest"
 	has '^selftest: passed$' "selftest"
 fi
 if run "selftest rxe" $STANDIN -- selftest --device rxe_sim1; then
