@@ -154,10 +154,10 @@ void rs_ledger_anchor(const struct rs_ledger *l, uint32_t *anchor, uint32_t *anc
  * (drivers/infiniband/core/ib_core_uverbs.c; hw/mlx5/main.c
  * mlx5_rdma_user_mmap_entry_insert, alloc_var_entry, alloc_uar_entry), and
  * tells user space mlx5_entry_to_mmap_offset() of it: for the first 256
- * entries the offset page is 0x900 + index. The entry is removed only when the VAR is
- * destroyed and its last mapping gone, so while a VAR lives no other VAR
- * of the context has its offset, and a freed VAR's offset comes back for
- * the next one: the offset, not the device-wide page_id (mlx5's VAR bitmap
+ * entries the offset page is 0x900 + index. The entry is removed only when
+ * the VAR is destroyed and its last mapping gone, so while a VAR lives no
+ * other VAR of the context has its offset, and a freed VAR's offset comes
+ * back for the next one: the offset, not the device-wide page_id (mlx5's VAR bitmap
  * is shared by every context of the device, and can be thousands long),
  * names one VAR per context at a time and is in every blob.
  */
