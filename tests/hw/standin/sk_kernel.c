@@ -28,7 +28,7 @@ struct sk_obj {
 
 struct sk_entry {
 	uint32_t state;
-	uint32_t page_id;
+	uint32_t page_id; /* a VAR's device page; 0 for a UAR's entry */
 	uint32_t maps;
 };
 
@@ -219,15 +219,38 @@ void sk_ufile_unmap(struct sk_ufile *uf)
 	munmap(uf, SK_TABLE_SIZE);
 }
 
+/* The lowest free mmap entry of the ufile (rdma_user_mmap_entry_insert_range
+ * in drivers/infiniband/core/ib_core_uverbs.c: the first free index of the
+ * ucontext's mmap_xa from the range's start), or SK_MMAP_ENTRIES. */
+static uint32_t free_entry(const struct sk_ufile *uf)
+{
+	uint32_t e;
+
+	for (e = 0; e < SK_MMAP_ENTRIES && uf->entries[e].state != ENTRY_FREE; e++)
+		;
+	return e;
+}
+
+/* The context's non-cached UAR: an mmap entry with no VAR page (its
+ * doorbell page is never mapped here). Called locked. */
+static int uar_create(struct sk_ufile *uf, struct sk_obj_info *info)
+{
+	uint32_t e = free_entry(uf);
+
+	if (e == SK_MMAP_ENTRIES)
+		return ENOMEM;
+	uf->entries[e] = (struct sk_entry){ ENTRY_LIVE, 0, 0 };
+	info->entry = e;
+	return 0;
+}
+
 /* A VAR: a device page (ENOSPC when none is left, as alloc_var_entry), an
  * mmap entry of this ufile, its backing zeroed. Called locked. */
 static int var_create(struct ibv_context *ctx, struct sk_ufile *uf, struct sk_obj_info *info)
 {
 	struct sk_devstate *ds;
-	uint32_t e, page;
+	uint32_t e = free_entry(uf), page;
 
-	for (e = 0; e < SK_MMAP_ENTRIES && uf->entries[e].state != ENTRY_FREE; e++)
-		;
 	if (e == SK_MMAP_ENTRIES)
 		return ENOMEM;
 	ds = dev_lock(uf->dev_index);
@@ -253,10 +276,13 @@ static int var_create(struct ibv_context *ctx, struct sk_ufile *uf, struct sk_ob
 /* Release entry e and its device page. Called locked. */
 static void entry_release(struct sk_ufile *uf, uint32_t e)
 {
-	struct sk_devstate *ds = dev_lock(uf->dev_index);
+	struct sk_devstate *ds;
 
-	ds->var_page[uf->entries[e].page_id - SK_VAR_PAGE_ID0] = 0;
-	dev_unlock();
+	if (uf->entries[e].page_id) {
+		ds = dev_lock(uf->dev_index);
+		ds->var_page[uf->entries[e].page_id - SK_VAR_PAGE_ID0] = 0;
+		dev_unlock();
+	}
 	uf->entries[e] = (struct sk_entry){ 0 };
 }
 
@@ -388,7 +414,7 @@ int sk_obj_create(struct ibv_context *ctx, enum sk_type type, struct sk_obj_info
 	case SK_VAR: err = var_create(ctx, uf, info); break;
 	case SK_MR: err = mr_create(uf, info); break;
 	case SK_DM: err = dm_create(uf, info); break;
-	case SK_UAR: err = 0; break;
+	case SK_UAR: err = uar_create(uf, info); break;
 	default: err = EINVAL;
 	}
 	if (err)
@@ -439,6 +465,7 @@ static int destroy_locked(struct sk_ufile *uf, struct sk_obj *o)
 		dev_unlock();
 		break;
 	case SK_VAR:
+	case SK_UAR:
 		/* The entry leaves the xarray now (new mmaps fail); it and its
 		 * page go when the last mapping does. */
 		e = o->info.entry;

@@ -47,7 +47,7 @@
 
 #define SK_PAGE 4096u
 #define SK_MAX_OBJS 64u        /* objects per ufile; the next alloc gets ENOMEM */
-#define SK_MMAP_ENTRIES 32u    /* VAR mmap entries per ufile */
+#define SK_MMAP_ENTRIES 32u    /* mmap entries (UARs, VARs) per ufile, < 256 */
 #define SK_VAR_PAGES 16u       /* VAR pages per device; the next gets ENOSPC */
 #define SK_VAR_PAGE_ID0 0x100u /* page_id of the device's first VAR page */
 #define SK_PDNS 256u           /* PD numbers per device (pdn 1..SK_PDNS) */
@@ -58,13 +58,22 @@
 #define SK_DM_CHUNKS 64u       /* per ufile: 16 KiB of device memory */
 #define SK_NDEVICES 2u
 #define SK_TABLE_SIZE (2u * SK_PAGE) /* the object table, at offset 0 */
-#define SK_ENTRY_OFF(e) (SK_TABLE_SIZE + (uint64_t)SK_PAGE * (e))
+/* The mmap offset of entry e, as mlx5_ib tells it: entries are inserted
+ * lowest-free from page offset MLX5_IB_MMAP_OFFSET_START << 16 (9 << 16)
+ * and mlx5_entry_to_mmap_offset() turns page offset (9 << 16) + e into
+ * offset page 0x900 + e for e < 256 (drivers/infiniband/hw/mlx5/main.c
+ * mlx5_rdma_user_mmap_entry_insert, mlx5_entry_to_mmap_offset). The
+ * memfd keeps the entry's backing page at that same offset (sparse). */
+#define SK_MMAP_PAGE0 0x900u
+#define SK_ENTRY_OFF(e) ((uint64_t)SK_PAGE * (SK_MMAP_PAGE0 + (e)))
 #define SK_DM_OFF SK_ENTRY_OFF(SK_MMAP_ENTRIES)
 #define SK_UFILE_SIZE (SK_DM_OFF + (uint64_t)SK_DM_CHUNK * SK_DM_CHUNKS)
 
 /* SK_UAR: the provider-internal non-cached UAR that mlx5_set_context()
  * allocates on every open and import (upstream providers/mlx5/verbs.c,
- * mlx5_set_singleton_nc_uar); it takes a handle like any user object. */
+ * mlx5_set_singleton_nc_uar); it takes a handle like any user object, and
+ * an mmap entry in the range VARs take theirs from (kernel
+ * drivers/infiniband/hw/mlx5/main.c alloc_uar_entry). */
 enum sk_type { SK_NONE = 0, SK_PD = 1, SK_VAR = 2, SK_MR = 3, SK_DM = 4, SK_UAR = 5 };
 
 /* One stand-in device. */
@@ -107,7 +116,7 @@ struct sk_dm {
 struct sk_obj_info {
 	uint32_t pdn;             /* SK_PD: PD number, device-wide */
 	uint32_t page_id;         /* SK_VAR */
-	uint32_t entry;           /* SK_VAR: mmap entry index */
+	uint32_t entry;           /* SK_VAR, SK_UAR: mmap entry index */
 	uint32_t pd;              /* SK_MR: handle of its PD */
 	uint32_t lkey, rkey;      /* SK_MR */
 	uint32_t access;          /* SK_MR */
