@@ -233,6 +233,27 @@ function cases.other_uid_refused_allowed_one_served()
   os.execute("rm -rf " .. dir)
 end
 
+-- A broker whose list grows past what it announced at every request (a
+-- hostile one: tests/lua/growing_list_broker.py): shares() gives up with
+-- RSHARE_E_NOSPACE after a few tries instead of asking forever.
+function cases.shares_gives_up_on_an_always_growing_list()
+  local ep, dir = fresh_endpoint()
+  local count = dir .. "/count"
+  local pid = tonumber(sh(("/usr/bin/python3 %sgrowing_list_broker.py %s %s >/dev/null 2>&1 & echo $!")
+    :format(HERE, ep, count)))
+  for _ = 1, 500 do
+    if sh("test -S " .. ep .. " && echo up"):find("up") then break end
+    sleep(0.01)
+  end
+  T.fails("RSHARE_E_NOSPACE", "an always-growing list", rshare.shares(ep))
+  local f = assert(io.open(count))
+  local served = tonumber(f:read("*a"))
+  f:close()
+  T.ok(served >= 2 and served <= 8, ("retried a few times only (%d requests)"):format(served))
+  os.execute(("kill %d 2>/dev/null"):format(pid))
+  os.execute("rm -rf " .. dir)
+end
+
 function cases.timeouts_names_and_arguments()
   local ep, dir = fresh_endpoint()
   local broker = assert(rshare.serve(ep))

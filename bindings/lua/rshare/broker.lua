@@ -80,15 +80,20 @@ local function ffi_backend(C)
                                             nfds_cell, payload, C.RSHARE_PAYLOAD_MAX,
                                             size_cell), true)
   end
+  -- The list may grow between two calls: a few more tries (as the Lua 5.4
+  -- module's), not an endless loop against a broker that always says
+  -- NOSPACE.
+  local JSON_TRIES = 8
   local function json(fn, ep)
-    local cap = 4096
-    while true do
+    local cap, st = 4096, nil
+    for _ = 1, JSON_TRIES do
       local buf = ffi.new("char[?]", cap)
-      local st = fn(ep, buf, cap, size_cell)
+      st = fn(ep, buf, cap, size_cell)
       if st == 0 then return st, ffi.string(buf, size_cell[0]) end
       if st ~= C.RSHARE_E_NOSPACE then return st end
       cap = tonumber(size_cell[0]) + 4096 -- it may grow before the next call
     end
+    return st
   end
   function R.broker_list(ep) return json(C.rshare_broker_list, ep) end
   -- Since 1.2: attach from an event loop.

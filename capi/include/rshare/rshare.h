@@ -1044,7 +1044,8 @@ RSHARE_API int rshare_broker_default_endpoint(char *buf, size_t cap, size_t *len
  * or with RSHARE_PUBLISH_PERSISTENT until withdrawn. *share is released by
  * rshare_broker_withdraw().
  * Returns RSHARE_OK; RSHARE_E_INVAL (bad name, options or payload);
- * RSHARE_E_STALE (dev); RSHARE_E_BUSY (the name is taken); RSHARE_E_NODEV
+ * RSHARE_E_STALE (dev); RSHARE_E_BUSY (the name is taken, or this uid
+ * holds its limit of shares or of broker connections); RSHARE_E_NODEV
  * (the broker refused the device); RSHARE_E_NOMEM; RSHARE_E_PROTOCOL;
  * RSHARE_E_IO. Since 1.1.
  */
@@ -1083,8 +1084,9 @@ RSHARE_API int rshare_broker_withdraw(rshare_share *share);
  * published it (a persistent share, typically). Allowed to the share's
  * owner uid and root.
  * Returns RSHARE_OK; RSHARE_E_INVAL (name NULL or invalid);
- * RSHARE_E_NOT_FOUND; RSHARE_E_PERM; RSHARE_E_NOMEM; RSHARE_E_PROTOCOL;
- * RSHARE_E_IO. Since 1.1.
+ * RSHARE_E_NOT_FOUND; RSHARE_E_PERM; RSHARE_E_BUSY (this uid holds its
+ * limit of broker connections); RSHARE_E_NOMEM;
+ * RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
  */
 RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *name);
 
@@ -1101,8 +1103,9 @@ RSHARE_API int rshare_broker_withdraw_name(const char *endpoint, const char *nam
  * Returns RSHARE_OK; RSHARE_E_INVAL (a NULL argument or invalid name);
  * RSHARE_E_NOT_FOUND (no such share, within the timeout); RSHARE_E_PERM
  * (the share's policy refuses this process's uid and groups);
- * RSHARE_E_NOSPACE; RSHARE_E_NODEV; RSHARE_E_NOMEM; RSHARE_E_PROTOCOL;
- * RSHARE_E_IO. Since 1.1.
+ * RSHARE_E_NOSPACE; RSHARE_E_NODEV; RSHARE_E_BUSY (this uid holds its
+ * limit of broker connections); RSHARE_E_NOMEM;
+ * RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
  */
 RSHARE_API int rshare_broker_attach(const char *endpoint, const char *name, int timeout_ms,
 				    rshare_device **dev, void *payload, size_t cap, size_t *len);
@@ -1127,7 +1130,8 @@ RSHARE_API int rshare_broker_attachv(const char *endpoint, const char *name, int
  * "owner_pid", "persistent", "payload_size", "blobs" (the kinds of the
  * blobs the payload is made of, or null when it is not a sequence of
  * blobs), "attaches" and "created" (Unix time, seconds).
- * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_NOMEM;
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_BUSY (this
+ * uid holds its limit of broker connections); RSHARE_E_NOMEM;
  * RSHARE_E_PROTOCOL; RSHARE_E_IO. Since 1.1.
  */
 RSHARE_API int rshare_broker_list(const char *endpoint, char *buf, size_t cap, size_t *len);
@@ -1216,7 +1220,8 @@ RSHARE_API int rshare_attach_wait(rshare_attach *op, int timeout_ms, uint32_t fl
  * connection is closed and the handle is stale.
  * Returns RSHARE_OK; RSHARE_E_AGAIN; RSHARE_E_INVAL (dev or len NULL);
  * RSHARE_E_STALE; RSHARE_E_NOSPACE; RSHARE_E_PERM (the share's policy
- * refuses this process); RSHARE_E_NODEV; RSHARE_E_NOMEM;
+ * refuses this process); RSHARE_E_NODEV; RSHARE_E_BUSY (this uid holds its
+ * limit of broker connections); RSHARE_E_NOMEM;
  * RSHARE_E_PROTOCOL; RSHARE_E_IO (the broker stopped or died). Since 1.2.
  */
 RSHARE_API int rshare_attach_finish(rshare_attach *op, rshare_device **dev, void *payload,
@@ -1237,7 +1242,8 @@ RSHARE_API int rshare_attach_cancel(rshare_attach *op);
  * convention: each entry has "name", "uid", "pid" (the waiting process's)
  * and "waited_ms". A request whose process cancelled it or exited is not
  * listed. Shown to any client, as rshare_broker_list() is.
- * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_NOMEM;
+ * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_NOSPACE; RSHARE_E_BUSY (this
+ * uid holds its limit of broker connections); RSHARE_E_NOMEM;
  * RSHARE_E_PROTOCOL (also: a broker older than 1.2); RSHARE_E_IO. Since 1.2.
  */
 RSHARE_API int rshare_broker_waiting(const char *endpoint, char *buf, size_t cap, size_t *len);
