@@ -99,21 +99,29 @@ static bool ledger_handle(const struct rs_obj *obj, uint32_t *handle)
 	return true;
 }
 
-/* Publish the object built in slot, or give slot and parent back. A new
- * object takes its handle's ledger serial (if the blob did not bring it). */
-static int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
+/* A new object takes its handle's ledger serial (if the blob did not
+ * bring it). Most contexts (sim0, bare hardware) have no ledger. */
+static void take_serial(struct rs_obj *obj)
 {
-	struct rs_obj *obj = &slot->u.obj;
 	uint32_t handle;
 
-	if (!status && !obj->ledger_known && ledger_handle(obj, &handle))
+	if (ledger_handle(obj, &handle))
 		obj->ledger_known = rs_ledger_get(obj->dev->ctx.ledger, handle,
 						  &obj->ledger_serial);
+}
+
+/* Publish the object built in slot, or give slot and parent back. */
+static inline int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
+{
+	struct rs_obj *obj = &slot->u.obj;
+
 	if (status) {
-		leave_parent(slot->u.obj.parent, slot->u.obj.dev_slot);
+		leave_parent(obj->parent, obj->dev_slot);
 		rs_slot_discard(slot);
 		return status;
 	}
+	if (obj->dev->ctx.ledger && !obj->ledger_known)
+		take_serial(obj);
 	*out = rs_slot_publish(slot, ops->slot_kind);
 	return RSHARE_OK;
 }
