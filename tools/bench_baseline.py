@@ -3,7 +3,7 @@
 """Import speed against the tree before issue 17 (the ledger), in one run.
 
   tools/bench_baseline.py [--build BUILD] [--work DIR] [--base REV] [--current REV]
-                          [--rounds N] [--quick]
+                          [--rounds N] [--quick] [--built]
 
 Builds the base tree (default 07dfee7^1, main before 'Merge branch h17')
 from git into DIR (default: a temporary folder, removed after), builds the
@@ -22,11 +22,13 @@ conditions):
     librshare differs: the base library sees the stand-in as it would a
     real mlx5 (the provider's UAR at handle 0, so its table id is 0).
 
-Prints, per row, the median over the rounds of each side, and the ratio
-current / base, with whether it is within 10% (issue 17's Done-when). The
+Prints, per row, the best (lowest) of the rounds of each side, the one
+least disturbed by whatever else runs on the host, and the ratio current /
+base, with whether it is within 10% (issue 17's Done-when). The
 numbers are wall-clock on this host: run it on a quiet machine. --quick is a
 smoke run (one round, a tenth of the samples) that shows the tool works;
-its numbers mean nothing.
+its numbers mean nothing (ctest's bench_baseline_runs; --built: BUILD is
+built already, as under ctest).
 
 Exit 0 when both sides ran (whatever the ratios), 1 when something failed,
 77 when the base commit is not in this clone's history.
@@ -38,7 +40,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -121,8 +122,9 @@ def main():
     ap.add_argument("--work", type=Path, help="where to build the base tree (kept)")
     ap.add_argument("--base", default=BASE, help="the base commit (default %s)" % BASE)
     ap.add_argument("--current", help="a commit to build and time instead of BUILD")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--quick", action="store_true", help="a smoke run: the numbers mean nothing")
+    ap.add_argument("--built", action="store_true", help="do not build BUILD (ctest)")
     a = ap.parse_args()
     for rev in filter(None, (a.base, a.current)):
         if subprocess.run(["git", "-C", str(SRC), "cat-file", "-e", rev + "^{commit}"],
@@ -147,7 +149,7 @@ def main():
         base = build_rev(a.base, work / "base", build_type)
         if a.current:
             build = build_rev(a.current, work / "current", build_type)
-        else:
+        elif not a.built:
             run(["cmake", "--build", str(build), "-j2", "--target"] + TARGETS)
         sides = {"base": [], "current": []}
         for r in range(rounds):
@@ -158,13 +160,13 @@ def main():
         if tmp:
             tmp.cleanup()
 
-    print("import speed, %s (base) against %s (current), %s build, median of %d "
+    print("import speed, %s (base) against %s (current), %s build, best of %d "
           "round(s) in alternation%s" % (a.base, a.current or "this tree", build_type, rounds,
                                         " (--quick: not for numbers)" if a.quick else ""))
     print("%-30s %10s %10s %8s" % ("row (ns)", "base", "current", "ratio"))
     for row in sides["base"][0]:
-        b = statistics.median(m[row] for m in sides["base"])
-        c = statistics.median(m[row] for m in sides["current"])
+        b = min(m[row] for m in sides["base"])
+        c = min(m[row] for m in sides["current"])
         ratio = c / b if b else float("inf")
         verdict = "within 10%" if ratio <= 1.10 else "over by %.0f%%" % ((ratio - 1.10) * 100)
         print("%-30s %10.0f %10.0f %7.3fx  %s" % (row, b, c, ratio, verdict))
