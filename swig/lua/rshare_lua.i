@@ -431,6 +431,8 @@ static int rshare_lua_mem_write(lua_State *L)
  * every call, so Lua never holds one. */
 %native(buf_read) int rshare_lua_buf_read(lua_State *L);
 %native(buf_write) int rshare_lua_buf_write(lua_State *L);
+%native(dm_map_read) int rshare_lua_dm_map_read(lua_State *L);
+%native(dm_map_write) int rshare_lua_dm_map_write(lua_State *L);
 %{
 /* The buffer in argument 1: status, and its mapping and length. */
 static int rshare_lua_buf(lua_State *L, unsigned char **mem, size_t *length)
@@ -462,6 +464,61 @@ static int rshare_lua_buf_read(lua_State *L)
 	off = rshare_lua_mem_range(L, length, (size_t)n);
 	lua_pushlstring(L, (const char *)mem + off, (size_t)n);
 	return 2;
+}
+
+/* ---- mapped device memory (since 1.2) -------------------------------------
+ * dm_map_read(dm, off, n) -> status, bytes and dm_map_write(dm, off, bytes)
+ * -> status, bounds-checked as buf_read/buf_write, through rshare_dm_map's
+ * mapping (made on first use; the same address every call). */
+static int rshare_lua_dm(lua_State *L, unsigned char **mem, size_t *length)
+{
+	rshare_dm *dm = NULL;
+	void *addr = NULL;
+	uint64_t len64 = 0;
+	int st;
+
+	if (!SWIG_IsOK(SWIG_ConvertPtr(L, 1, (void **)&dm, SWIGTYPE_p_rshare_dm, 0)))
+		return luaL_argerror(L, 1, "device memory handle expected");
+	st = rshare_dm_length(dm, &len64);
+	if (st == RSHARE_OK)
+		st = rshare_dm_map(dm, &addr);
+	*mem = addr;
+	*length = len64 > SIZE_MAX ? SIZE_MAX : (size_t)len64;
+	return st;
+}
+
+static int rshare_lua_dm_map_read(lua_State *L)
+{
+	unsigned char *mem;
+	size_t length = 0;
+	lua_Integer n = luaL_checkinteger(L, 3);
+	size_t off;
+	int st = rshare_lua_dm(L, &mem, &length);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	if (n < 0)
+		return luaL_argerror(L, 3, "negative length");
+	off = rshare_lua_mem_range(L, length, (size_t)n);
+	lua_pushlstring(L, (const char *)mem + off, (size_t)n);
+	return 2;
+}
+
+static int rshare_lua_dm_map_write(lua_State *L)
+{
+	unsigned char *mem;
+	size_t length = 0;
+	size_t n, off;
+	const char *bytes = luaL_checklstring(L, 3, &n);
+	int st = rshare_lua_dm(L, &mem, &length);
+
+	lua_pushinteger(L, st);
+	if (st != RSHARE_OK)
+		return 1;
+	off = rshare_lua_mem_range(L, length, n);
+	memcpy(mem + off, bytes, n);
+	return 1;
 }
 
 static int rshare_lua_buf_write(lua_State *L)

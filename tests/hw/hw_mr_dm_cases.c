@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -30,10 +31,11 @@ void case_caps(const struct hw_target *t)
 	/* The stand-in's libibverbs has MR (1.10) and DM (1.13) sharing; its
 	 * libmlx5 has VAR sharing only as rdma-core 63. A context rshare
 	 * opened has a ledger; one imported from a bare fd does not. */
-	CHECK(caps_of(a) == (base | RSHARE_CAP_DM | RSHARE_CAP_LEDGER |
+	CHECK(caps_of(a) == (base | RSHARE_CAP_DM | RSHARE_CAP_DM_MAP | RSHARE_CAP_LEDGER |
 			     (t->var_sharing ? RSHARE_CAP_VAR : 0)));
 	bare = hw_import_dev(a);
-	CHECK(caps_of(bare) == (base | RSHARE_CAP_DM | (t->var_sharing ? RSHARE_CAP_VAR : 0)));
+	CHECK(caps_of(bare) == (base | RSHARE_CAP_DM | RSHARE_CAP_DM_MAP |
+				(t->var_sharing ? RSHARE_CAP_VAR : 0)));
 	CHECK_OK(rshare_device_close(bare));
 	/* The other provider cannot import anything (libibverbs' dummy ops
 	 * answer EOPNOTSUPP): no sharing capability at all. */
@@ -147,6 +149,30 @@ void case_mr_handle_reused(const struct hw_target *t)
 	free(buf);
 }
 
+/* Device memory is the device's, not the process's: 4-byte words (mlx5
+ * serves its mapping in words, as upstream's own copy loop does). */
+static void words_to(void *dm, const void *src, size_t len)
+{
+	volatile uint32_t *d = dm;
+	uint32_t w;
+
+	for (size_t i = 0; i < len / 4; i++) {
+		memcpy(&w, (const char *)src + 4 * i, 4);
+		d[i] = w;
+	}
+}
+
+static void words_from(void *dst, const void *dm, size_t len)
+{
+	const volatile uint32_t *s = dm;
+	uint32_t w;
+
+	for (size_t i = 0; i < len / 4; i++) {
+		w = s[i];
+		memcpy((char *)dst + 4 * i, &w, 4);
+	}
+}
+
 void case_dm_share(const struct hw_target *t)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
@@ -174,15 +200,23 @@ void case_dm_share(const struct hw_target *t)
 	CHECK(rshare_last_errno() == EINVAL);
 	CHECK_MSG("multiples of 4");
 	CHECK_ST(rshare_dm_read(dm, 0, got, 6), RSHARE_E_INVAL);
-	{ /* Not mapped on hardware (yet): said, and the DM is unharmed. */
-		void *addr = got;
-		uint32_t caps = 0;
+	if (caps_of(a) & RSHARE_CAP_DM_MAP) { /* mlx5's own mapping of the DM */
+		void *addr = NULL, *same = NULL;
 
-		CHECK_OK(rshare_device_caps(a, &caps));
-		CHECK(!(caps & RSHARE_CAP_DM_MAP));
-		CHECK_ST(rshare_dm_map(dm, &addr), RSHARE_E_UNSUPPORTED);
-		CHECK(addr == got);
 		CHECK_OK(rshare_dm_unmap(dm)); /* nothing mapped: a no-op */
+		REQUIRE_OK(rshare_dm_map(dm, &addr));
+		CHECK(addr != NULL);
+		CHECK_OK(rshare_dm_map(dm, &same));
+		CHECK(same == addr);
+		{
+			char w[12];
+
+			words_from(w, (char *)addr + 988, sizeof(w));
+			CHECK(memcmp(w, "0123456789AB", 12) == 0);
+		}
+		CHECK_OK(rshare_dm_unmap(dm));
+		CHECK_OK(rshare_dm_map(dm, &same));
+		CHECK(same == addr); /* the provider's mapping, not a new one */
 	}
 	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
 
@@ -193,6 +227,18 @@ void case_dm_share(const struct hw_target *t)
 	CHECK_OK(rshare_dm_write(copy, 0, "from b!\0", 8));
 	CHECK_OK(rshare_dm_read(dm, 0, got, 8));
 	CHECK(memcmp(got, "from b!", 8) == 0);
+	if (caps_of(b) & RSHARE_CAP_DM_MAP) { /* mlx5 maps an imported DM too */
+		void *pa = NULL, *pb = NULL;
+
+		REQUIRE_OK(rshare_dm_map(dm, &pa));
+		REQUIRE_OK(rshare_dm_map(copy, &pb));
+		CHECK(pa != pb);
+		words_to((char *)pb + 512, "mapped b", 8);
+		words_from(got, (char *)pa + 512, 8);
+		CHECK(memcmp(got, "mapped b", 8) == 0);
+		CHECK_OK(rshare_dm_read(dm, 512, got, 8));
+		CHECK(memcmp(got, "mapped b", 8) == 0);
+	}
 	CHECK_OK(rshare_dm_unimport(copy));
 
 	CHECK_OK(rshare_dm_free(dm));
@@ -211,6 +257,49 @@ void case_dm_share(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(a));
 }
 
+/* A mapping kept by an importer outlives the DM's free by another handle:
+ * its bytes stay readable and writable, and the device hands that memory
+ * to no new DM while the mapping lives (the kernel frees it at the last
+ * unmap); once unmapped, a free import is refused. */
+void case_dm_map_outlives_free(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
+	rshare_dm *dm, *copy, *fresh[3] = { NULL, NULL, NULL }, *late = NULL;
+	char got[16] = "";
+	void *q = NULL;
+	size_t len;
+	int n;
+
+	REQUIRE_OK(rshare_dm_alloc(a, 4096, &dm));
+	CHECK_OK(rshare_dm_write(dm, 0, "before the free", 16));
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_dm_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_dm_map(copy, &q));
+	CHECK_OK(rshare_dm_free(dm));
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "before the free", 16) == 0);
+	/* New device memory, filled: none of it is the freed DM's. */
+	for (n = 0; n < 3 && rshare_dm_alloc(a, 4096, &fresh[n]) == RSHARE_OK; n++)
+		CHECK_OK(rshare_dm_write(fresh[n], 0, "fresh device mem", 16));
+	CHECK(n > 0);
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "before the free", 16) == 0);
+	words_to(q, "still mine, here", 16);
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "still mine, here", 16) == 0);
+	for (int i = 0; i < n; i++) {
+		CHECK_OK(rshare_dm_read(fresh[i], 0, got, sizeof(got)));
+		CHECK(memcmp(got, "fresh device mem", 16) == 0);
+		CHECK_OK(rshare_dm_free(fresh[i]));
+	}
+	CHECK_OK(rshare_dm_unimport(copy)); /* the last mapping */
+	CHECK_ST(rshare_dm_import(b, blob, len, &late), RSHARE_E_NOT_FOUND);
+	CHECK(late == NULL);
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
 void case_dm_not_mlx5(const struct hw_target *t)
 {
 	rshare_device *c = hw_open_dev(STANDIN_OTHER), *a;
@@ -221,7 +310,7 @@ void case_dm_not_mlx5(const struct hw_target *t)
 	hw_hook("STANDIN_MAX_DM_SIZE", "0");
 	a = hw_open_dev(t->name);
 	hw_hook("STANDIN_MAX_DM_SIZE", NULL);
-	CHECK(!(caps_of(a) & RSHARE_CAP_DM));
+	CHECK(!(caps_of(a) & (RSHARE_CAP_DM | RSHARE_CAP_DM_MAP)));
 	CHECK_ST(rshare_dm_alloc(a, 64, &dm), RSHARE_E_UNSUPPORTED);
 	CHECK_MSG("max_dm_size is 0");
 	CHECK(dm == NULL);
@@ -233,4 +322,110 @@ void case_dm_not_mlx5(const struct hw_target *t)
 	CHECK_MSG("lacks device memory");
 	CHECK(dm == NULL);
 	CHECK_OK(rshare_device_close(c));
+}
+
+/* Mapped device memory across processes: the parent maps a DM and stores
+ * into it; a child (fork + exec) that received the device over a channel
+ * imports the DM, maps it itself and loads the parent's bytes (and reads
+ * them with rshare_dm_read), stores its own, and the parent loads them
+ * through its mapping. A second child, whose libmlx5 cannot be loaded,
+ * is told why it cannot map and still reads the bytes with
+ * rshare_dm_read. */
+void case_xproc_dm_map(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name);
+	char want[64] = "", got[64] = "", reply[16] = "";
+	rshare_dm *dm;
+	void *p = NULL;
+	size_t len;
+	int sock, pid, n;
+
+	REQUIRE_OK(rshare_dm_alloc(a, 512, &dm));
+	REQUIRE_OK(rshare_dm_map(dm, &p));
+	snprintf(want, sizeof(want), "mapped by parent %d", (int)getpid());
+	words_to(p, want, sizeof(want));
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+
+	pid = spawn_child(t, "child-dmmap", NULL, &sock);
+	CHECK_OK(rshare_channel_send(sock, a, blob, len));
+	n = (int)read(sock, reply, sizeof(reply) - 1);
+	close(sock);
+	CHECK(reap_child(pid));
+	CHECK(n > 0 && strncmp(reply, "done", 4) == 0);
+
+	memset(want, 0, sizeof(want));
+	snprintf(want, sizeof(want), "mapped by child %d", pid);
+	words_from(got, (char *)p + 256, sizeof(got));
+	CHECK(strcmp(got, want) == 0);
+
+	pid = spawn_child(t, "child-dmnomap", "RSHARE_LIBMLX5=/nonexistent/libmlx5.so.1", &sock);
+	CHECK_OK(rshare_channel_send(sock, a, blob, len));
+	n = (int)read(sock, reply, sizeof(reply) - 1);
+	close(sock);
+	CHECK(reap_child(pid));
+	CHECK(n > 0 && strncmp(reply, "done", 4) == 0);
+	CHECK_OK(rshare_dm_free(dm)); /* unmaps it too */
+	CHECK_OK(rshare_device_close(a));
+}
+
+int child_dmmap(int sock)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char want[64] = "", got[64] = "";
+	rshare_device *dev = NULL;
+	rshare_dm *dm = NULL;
+	uint32_t caps = 0;
+	void *q = NULL;
+	size_t len = 0;
+
+	REQUIRE_OK(rshare_channel_recv(sock, &dev, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_device_caps(dev, &caps));
+	CHECK(caps & RSHARE_CAP_DM_MAP);
+	REQUIRE_OK(rshare_dm_import(dev, blob, len, &dm));
+	REQUIRE_OK(rshare_dm_map(dm, &q));
+	snprintf(want, sizeof(want), "mapped by parent %d", (int)getppid());
+	words_from(got, q, sizeof(got));
+	CHECK(strcmp(got, want) == 0);
+	memset(got, 0, sizeof(got));
+	CHECK_OK(rshare_dm_read(dm, 0, got, sizeof(got)));
+	CHECK(strcmp(got, want) == 0);
+	memset(want, 0, sizeof(want));
+	snprintf(want, sizeof(want), "mapped by child %d", (int)getpid());
+	words_to((char *)q + 256, want, sizeof(want));
+	CHECK_OK(rshare_dm_unimport(dm)); /* unmaps it too */
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(write(sock, "done\n", 5) == 5);
+	printf("child %d: %d passed, %d failed\n", (int)getpid(), t_pass, t_fail);
+	return t_fail ? 1 : 0;
+}
+
+/* Without libmlx5 (RSHARE_LIBMLX5 names a missing file): the DM is shared
+ * all the same, but not mapped, and the status says why. */
+int child_dmnomap(int sock)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	char want[64] = "", got[64] = "";
+	rshare_device *dev = NULL;
+	rshare_dm *dm = NULL;
+	uint32_t caps = 0;
+	void *q = got;
+	size_t len = 0;
+
+	REQUIRE_OK(rshare_channel_recv(sock, &dev, blob, sizeof(blob), &len));
+	CHECK_OK(rshare_device_caps(dev, &caps));
+	CHECK((caps & RSHARE_CAP_DM) && !(caps & RSHARE_CAP_DM_MAP));
+	REQUIRE_OK(rshare_dm_import(dev, blob, len, &dm));
+	CHECK_ST(rshare_dm_map(dm, &q), RSHARE_E_UNSUPPORTED);
+	CHECK_MSG("only mlx5 maps it");
+	CHECK_MSG("/nonexistent/libmlx5.so.1");
+	CHECK(q == got);
+	snprintf(want, sizeof(want), "mapped by parent %d", (int)getppid());
+	CHECK_OK(rshare_dm_read(dm, 0, got, sizeof(got)));
+	CHECK(strcmp(got, want) == 0);
+	CHECK_OK(rshare_dm_unimport(dm));
+	CHECK_OK(rshare_device_close(dev));
+	CHECK(write(sock, "done\n", 5) == 5);
+	printf("child %d: %d passed, %d failed\n", (int)getpid(), t_pass, t_fail);
+	return t_fail ? 1 : 0;
 }

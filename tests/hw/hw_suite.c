@@ -176,6 +176,10 @@ int main(int argc, char **argv)
 		return child_share(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "child-mrdm") == 0)
 		return child_mrdm(atoi(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "child-dmmap") == 0)
+		return child_dmmap(atoi(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "child-dmnomap") == 0)
+		return child_dmnomap(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "child-var63") == 0)
 		return child_var63(atoi(argv[2]));
 	if (argc == 3 && !(only = find_case(argv[2]))) {

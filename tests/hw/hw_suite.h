@@ -79,6 +79,7 @@ void case_native(const struct hw_target *t);
 void case_mr_share(const struct hw_target *t);
 void case_mr_handle_reused(const struct hw_target *t);
 void case_dm_share(const struct hw_target *t);
+void case_dm_map_outlives_free(const struct hw_target *t);
 void case_dm_not_mlx5(const struct hw_target *t);
 
 /* hw_buf_cases.c: shared buffers (since 1.2) */
@@ -105,6 +106,10 @@ int child_share(int sock);
 void case_xproc_mr_dm(const struct hw_target *t);
 int child_mrdm(int sock);
 int child_var63(int sock);
+/* hw_mr_dm_cases.c: mapped device memory across processes */
+void case_xproc_dm_map(const struct hw_target *t);
+int child_dmmap(int sock);
+int child_dmnomap(int sock);
 /* Start `self mode <sock>` with the child's end of a socketpair; extra_env
  * ("NAME=value" or NULL) is added to its environment. Returns the pid and
  * the parent's end in *sock. */

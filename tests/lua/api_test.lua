@@ -499,6 +499,47 @@ function cases.device_memory()
   assert(dev:close())
 end
 
+function cases.device_memory_mapped()
+  local dev = sim()
+  T.ok(assert(dev:caps()).dm_map, "sim0 maps device memory")
+  local dm = assert(dev:alloc_dm(8192))
+  assert(dm:write(100, "copied"))
+  local p, n = dm:map()
+  T.ok(p ~= nil, "mapped")
+  T.eq(n, 8192, "map length")
+  local p2 = assert(dm:map())
+  T.ok(p2 == p, "the same address until unmap")
+  T.eq(dm:map_read(100, 6), "copied", "a copy seen through the mapping")
+  assert(dm:map_write(8188, "last"))
+  T.eq(dm:read(8188, 4), "last", "a store seen by the copy path")
+  T.fails("RSHARE_E_INVAL", "map_read past the end", dm:map_read(8189, 4))
+  T.fails("RSHARE_E_INVAL", "map_write past the end", dm:map_write(8192, "x"))
+  T.fails("RSHARE_E_INVAL", "negative offset", dm:map_read(-1, 1))
+  T.eq(dm:read(8188, 4), "last", "nothing written past the end")
+  -- Another handle (its own import) maps the same memory.
+  local other = assert(dev:import_dm(assert(dm:export())))
+  local q = assert(other:map())
+  if rshare.backend == "ffi" then
+    -- LuaJIT: the mapping itself, a uint8_t * cdata (zero-copy).
+    T.eq(p[100], string.byte("c"), "zero-copy load")
+    q[101] = string.byte("O")
+    T.eq(dm:read(100, 2), "cO", "a store through the other handle's pointer")
+    T.ok(p ~= q, "each handle its own mapping")
+  else
+    T.eq(type(p), "userdata", "Lua 5.4: a light userdata, read through map_read")
+    assert(other:map_write(100, "CO"))
+    T.eq(dm:map_read(100, 2), "CO", "a store through the other handle's mapping")
+  end
+  assert(other:unmap())
+  assert(other:unmap()) -- nothing mapped: a no-op
+  T.eq(other:map_read(100, 2), dm:map_read(100, 2), "map_read maps again")
+  assert(other:unimport())
+  assert(dm:free())
+  T.fails("RSHARE_E_STALE", "map after free", dm:map())
+  T.fails("RSHARE_E_STALE", "map_read after free", dm:map_read(0, 1))
+  assert(dev:close())
+end
+
 function cases.gc_releases_mr_and_pd_in_any_order()
   local dev = sim()
   local pd = assert(dev:alloc_pd())

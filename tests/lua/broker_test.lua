@@ -51,6 +51,16 @@ end
 
 local function sleep(s) os.execute("sleep " .. s) end
 
+-- The inode behind an fd of this process (/proc/self/fdinfo), nil when
+-- the fd is not open: tells a closed fd from one whose number was reused.
+local function inode(fd)
+  local f = io.open("/proc/self/fdinfo/" .. fd)
+  if not f then return nil end
+  local ino = f:read("*a"):match("ino:%s*(%d+)")
+  f:close()
+  return ino
+end
+
 local cases = {}
 
 function cases.embedded_broker_to_another_process()
@@ -132,6 +142,25 @@ function cases.buffer_travels()
   T.eq(buf:read(0, 2), "BY", "written through the attached buffer")
   T.eq(assert(a.buf:attrs()).rkey, assert(buf:attrs()).rkey, "the same keys")
   assert(a:close())
+  -- import = false: the raw blobs, and the memfd for them (the Attached's).
+  local raw = assert(rshare.attach("lua/buf", { endpoint = ep, import = false, timeout = 5 }))
+  T.eq(raw.buf, nil, "not imported")
+  T.eq(#raw.fds, 1, "the buffer's fd, returned")
+  local fd = raw.fds[1]
+  T.eq(inode(fd), inode(assert(buf:fd())), "the buffer's own memfd")
+  local apd = assert(raw.device:import_pd(raw.blobs[1]))
+  local mine = assert(apd:import_buffer(raw.blobs[2], fd))
+  T.eq(mine:read(0, 2), "BY", "imported by hand, the same memory")
+  assert(mine:unimport()); assert(apd:unimport())
+  raw:close()
+  T.eq(#raw.fds, 0, "closed by close()")
+  T.ok(inode(fd) ~= inode(assert(buf:fd())), "the fd is gone")
+  raw = assert(rshare.attach("lua/buf", { endpoint = ep, import = false, timeout = 5 }))
+  fd = raw.fds[1]
+  T.eq(inode(fd), inode(assert(buf:fd())), "a second attach's fd")
+  raw = nil -- luacheck: ignore
+  collectgarbage(); collectgarbage()
+  T.ok(inode(fd) ~= inode(assert(buf:fd())), "closed when the Attached is collected")
   assert(share:withdraw())
   assert(buf:free()); assert(pd:free()); assert(dev:close())
   assert(broker:stop())

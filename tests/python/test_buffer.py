@@ -189,6 +189,60 @@ def test_broker_publishes_and_attaches_buffers(tmp_path, pd):
     buf.free()
 
 
+def _fd_gone(fd, ident):
+    """fd no longer names the file whose (st_dev, st_ino) is ident (closed,
+    or its number reused for another file)."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return True
+    return (st.st_dev, st.st_ino) != ident
+
+
+def test_attach_without_import_returns_the_fds(tmp_path, pd):
+    """attach(import_objects=False) hands over the buffers' fds with the
+    raw blobs (Attached.fds): they import by hand, and close() or garbage
+    collection of the Attached closes them."""
+    import gc
+    endpoint = str(tmp_path / "raw.sock")
+    buf = pd.alloc_buffer(N, access=ACCESS)
+    memoryview(buf)[:4] = b"raw!"
+    want = os.fstat(buf.fd)
+    with rshare.serve(endpoint):
+        with rshare.publish("team/raw", pd.device, pd=pd, buf=buf, endpoint=endpoint):
+            with rshare.attach("team/raw", timeout=5, endpoint=endpoint,
+                               import_objects=False) as share:
+                assert share.bufs == [] and share.pds == []
+                assert len(share.fds) == 1
+                fd = share.fds[0]
+                st = os.fstat(fd)
+                ident = (st.st_dev, st.st_ino)
+                assert ident == (want.st_dev, want.st_ino)  # the buffer's own memfd
+                pd_blob, buf_blob = share.blobs
+                apd = share.device.import_pd(pd_blob)
+                got = apd.import_buffer(buf_blob, fd)
+                assert bytes(memoryview(got)[:4]) == b"raw!"
+                memoryview(got)[4] = 33
+                got.unimport()
+                apd.unimport()
+            assert share.fds == [] and _fd_gone(fd, ident)
+            share.close()  # again: nothing left to close
+            assert memoryview(buf)[4] == 33
+
+            share = rshare.attach("team/raw", timeout=5, endpoint=endpoint,
+                                  import_objects=False)
+            fd = share.fds[0]
+            assert not _fd_gone(fd, ident)
+            del share
+            gc.collect()
+            assert _fd_gone(fd, ident)  # closed with the collected Attached
+
+            # The default still imports and keeps no fd of its own.
+            with rshare.attach("team/raw", timeout=5, endpoint=endpoint) as share:
+                assert share.fds == [] and share.buf is not None
+    buf.free()
+
+
 def test_device_memory_is_mapped_zero_copy(dev):
     """sim0 maps its device memory (Caps.DM_MAP): numpy sees what dm.write
     wrote, in place; unmap and free wait for the views to go."""

@@ -315,9 +315,12 @@ function broker.extend(M)
   -- attach(name[, opts]): opts.timeout in seconds (nil: no limit, 0: do not
   -- wait), opts.endpoint, opts.import (false: the raw blobs only). Returns a
   -- table: device, payload, blobs, the objects imported by kind (pds, vars,
-  -- mrs: each into the attached PD it is registered on, dms; rshare
-  -- .import_blobs), pd, var (the first of each), and close() (unimports the
-  -- objects, closes the device).
+  -- mrs: each into the attached PD it is registered on, dms, bufs; rshare
+  -- .import_blobs), pd, var, buf (the first of each), fds (with import
+  -- false: the share's buffers' memory fds, in blob order, for
+  -- pd:import_buffer; the Attached's, closed by close() or when it is
+  -- collected; empty otherwise) and close() (unimports the objects, closes
+  -- the fds and the device).
   function M.attach(name, opts)
     util.check_type(name, "string", "attach", 1)
     opts = opts or {}
@@ -336,20 +339,35 @@ function broker.extend(M)
     return make_attached(name, h, payload, opts, fds)
   end
 
+  -- An Attached's fds (import false), at close() or collection: once.
+  local function close_fds(a)
+    local fds = a.fds
+    for i = #fds, 1, -1 do
+      M.close_fd(fds[i])
+      fds[i] = nil
+    end
+  end
+
   -- The Attached for a device handle h and payload: objects imported
-  -- unless opts.import is false; fds: a share's buffers' memory (closed here).
+  -- unless opts.import is false; fds: a share's buffers' memory, closed
+  -- here when imported (a buffer maps its own duplicate), else the
+  -- Attached's.
   function make_attached(name, h, payload, opts, fds)
     fds = fds or {}
+    local raw = opts.import == false
     local dev = M._adopt_device(h)
-    local a = setmetatable({ name = name, device = dev, payload = payload,
-                             blobs = M.split_blobs(payload), objects = {} }, Attached)
+    local a = on_collect({ name = name, device = dev, payload = payload,
+                           blobs = M.split_blobs(payload), objects = {},
+                           fds = raw and fds or {} }, Attached, close_fds)
     local by_kind, order, code = {}, {}, nil
-    if opts.import ~= false and a.blobs then
+    if not raw and a.blobs then
       local queue = {}
       for i, fd in ipairs(fds) do queue[i] = fd end
       by_kind, order, code = M.import_blobs(dev, a.blobs, queue)
     end
-    for _, fd in ipairs(fds) do M.close_fd(fd) end -- a buffer maps its own duplicate
+    if not raw then
+      for _, fd in ipairs(fds) do M.close_fd(fd) end
+    end
     if not by_kind then a:close(); return nil, order, code end
     if opts.import ~= false and a.blobs then
       a.objects = order
@@ -365,6 +383,7 @@ function broker.extend(M)
     for i = #self.objects, 1, -1 do self.objects[i]:unimport() end
     self.objects, self.pds, self.vars, self.mrs, self.dms = {}, {}, {}, {}, {}
     self.pd, self.var = nil, nil
+    close_fds(self)
     if self.device then
       self.device:close()
       self.device = nil

@@ -220,6 +220,27 @@ end
 
 function B.dm_write(h, off, bytes) return C.rshare_dm_write(h, off, bytes, #bytes) end
 
+-- Mapped device memory (since 1.2): the mapping itself, a uint8_t * cdata
+-- (zero-copy), valid until unmap, unimport or free.
+function B.dm_map(h)
+  local st = C.rshare_dm_map(h, addr_cell)
+  return st, ffi.cast("uint8_t *", addr_cell[0])
+end
+function B.dm_unmap(h) return C.rshare_dm_unmap(h) end
+
+-- objects.lua checked the range against dm_length.
+function B.dm_map_read(h, off, n)
+  local st, p = B.dm_map(h)
+  if st ~= OK then return st end
+  return st, ffi.string(p + off, n)
+end
+
+function B.dm_map_write(h, off, bytes)
+  local st, p = B.dm_map(h)
+  if st == OK then ffi.copy(p + off, bytes, #bytes) end
+  return st
+end
+
 -- The value stays a uint64_t cdata (GUIDs need all 64 bits); objects.lua
 -- turns it into a number or a "0x%016x" string with u64_number/guid_string.
 function B.blob_field(b, field)

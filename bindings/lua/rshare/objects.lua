@@ -40,6 +40,8 @@
 --   buf_read(h, off, n) -> st, bytes  buf_write(h, off, bytes)   (in bounds)
 --   buf_unimport(h) buf_free(h)  channel_sendv(fd, dev_h, fds, payload)
 --   channel_recvv(fd) -> st, dev_h, fds, payload
+--   dm_map(h) -> st, ptr  dm_unmap(h)  dm_map_read(h, off, n) -> st, bytes
+--   dm_map_write(h, off, bytes)   (through the mapping, in bounds)
 -- and these return plain Lua values: version() version_number() last_error()
 -- last_errno() status_name(st) strerror(st). Besides the C calls, only what
 -- differs:
@@ -592,6 +594,46 @@ function objects.build(B)
     util.check_int(off, "dm:write", 1, 0, MAX_EXACT)
     util.check_type(bytes, "string", "dm:write", 2)
     return done(B.dm_write(self.h, off, bytes))
+  end
+
+  -- Device memory mapped into this process (since 1.2, where the device
+  -- allows it: caps().dm_map; else nil, msg, "RSHARE_E_UNSUPPORTED"). Under
+  -- LuaJIT a uint8_t * cdata and the length (zero-copy), under Lua 5.4 a
+  -- light userdata Lua cannot dereference (use map_read/map_write); the same
+  -- address until unmap(), unimport() or free(). On mlx5 it is device
+  -- memory: access it in aligned 4-byte words (docs/hardware.md).
+  function Dm:map()
+    local st, ptr = B.dm_map(self.h)
+    if st ~= OK then return fail(st) end
+    local st2, length = B.dm_length(self.h)
+    if st2 ~= OK then return fail(st2) end
+    return ptr, length
+  end
+
+  function Dm:unmap() return done(B.dm_unmap(self.h)) end
+
+  local function dm_range(self, off, n)
+    local st, length = B.dm_length(self.h)
+    if st ~= OK then return fail(st) end
+    if not util.is_count(off) or off > length or not util.is_count(n) or n > length - off then
+      return nil, "rshare device memory: access out of range", "RSHARE_E_INVAL"
+    end
+    return true
+  end
+
+  -- Bounds-checked loads and stores through the mapping (mapping it first
+  -- if need be), where read/write copy through the device's own calls.
+  function Dm:map_read(off, n)
+    local ok, msg, code = dm_range(self, off, n)
+    if not ok then return nil, msg, code end
+    return value(B.dm_map_read(self.h, off, n))
+  end
+
+  function Dm:map_write(off, bytes)
+    util.check_type(bytes, "string", "dm:map_write", 2)
+    local ok, msg, code = dm_range(self, off, #bytes)
+    if not ok then return nil, msg, code end
+    return done(B.dm_map_write(self.h, off, bytes))
   end
 
   ----------------------------------------------------------------------

@@ -40,6 +40,17 @@ function B.buf_write(h, off, bytes)
   return core.buf_write(h, math.tointeger(off), bytes)
 end
 
+-- Mapped device memory (since 1.2): through rshare.core's bounds-checked
+-- dm_map_read/dm_map_write (they map on first use); dm_map's address is a
+-- light userdata.
+function B.dm_map_read(h, off, n)
+  return core.dm_map_read(h, math.tointeger(off), math.tointeger(n))
+end
+
+function B.dm_map_write(h, off, bytes)
+  return core.dm_map_write(h, math.tointeger(off), bytes)
+end
+
 -- Lua 5.4 finalizes the object tables: __gc runs obj.finalizer(obj.h) once,
 -- unless untrack() came first. A PD or VAR holds its device in obj.dev.
 function B.track(obj, finalize) obj.finalizer = finalize end

@@ -47,51 +47,31 @@ struct kind_ops {
 
 static int device_close_raw(void *h) { return rshare_device_close(h); }
 
-static int pd_import(void *dev, const void *blob, size_t len, void **out)
-{
-	rshare_pd *pd;
-	int status = rshare_pd_import(dev, blob, len, &pd);
+/* rshare_<kind>_import under the table's type-erased signature: the kinds
+ * differ only in their handle types, which C converts from and to void *
+ * (the owner: a device, or a PD for an MR). */
+#define IMPORT_ADAPTER(kind)                                                        \
+	static int kind##_import(void *owner, const void *blob, size_t len, void **out) \
+	{                                                                           \
+		rshare_##kind *h;                                                   \
+		int status = rshare_##kind##_import(owner, blob, len, &h);          \
+                                                                                    \
+		if (!status)                                                        \
+			*out = h;                                                   \
+		return status;                                                      \
+	}
+IMPORT_ADAPTER(pd)
+IMPORT_ADAPTER(var)
+IMPORT_ADAPTER(mr)
+IMPORT_ADAPTER(dm)
+#undef IMPORT_ADAPTER
 
-	if (!status)
-		*out = pd;
-	return status;
-}
 static int pd_unimport(void *h) { return rshare_pd_unimport(h); }
 static int pd_free(void *h) { return rshare_pd_free(h); }
-
-static int var_import(void *dev, const void *blob, size_t len, void **out)
-{
-	rshare_var *var;
-	int status = rshare_var_import(dev, blob, len, &var);
-
-	if (!status)
-		*out = var;
-	return status;
-}
 static int var_unimport(void *h) { return rshare_var_unimport(h); }
 static int var_free(void *h) { return rshare_var_free(h); }
-
-static int mr_import(void *pd, const void *blob, size_t len, void **out)
-{
-	rshare_mr *mr;
-	int status = rshare_mr_import(pd, blob, len, &mr);
-
-	if (!status)
-		*out = mr;
-	return status;
-}
 static int mr_unimport(void *h) { return rshare_mr_unimport(h); }
 static int mr_dereg(void *h) { return rshare_mr_dereg(h); }
-
-static int dm_import(void *dev, const void *blob, size_t len, void **out)
-{
-	rshare_dm *dm;
-	int status = rshare_dm_import(dev, blob, len, &dm);
-
-	if (!status)
-		*out = dm;
-	return status;
-}
 static int dm_unimport(void *h) { return rshare_dm_unimport(h); }
 static int dm_free(void *h) { return rshare_dm_free(h); }
 

@@ -208,14 +208,22 @@ class Attached:
     imported into the attached PD it is registered on, when the share
     carries that PD) and ``pd`` / ``var`` (the first of each; LookupError when
     the share carries none, so that ``share.pd.handle`` is typed ``int``).
-    ``close()`` (or leaving the ``with`` block) unimports them and closes
-    the device."""
+    ``fds``: with ``import_objects=False``, the extra fds the share carried
+    (a buffer's memory, in blob order: pass one to ``pd.import_buffer``),
+    owned by this object and closed by ``close()`` or when it is collected
+    (``os.dup`` one to keep it longer); empty otherwise, the imported
+    buffers having mapped their own duplicates. ``close()`` (or leaving the
+    ``with`` block) unimports the objects, closes those fds and the
+    device."""
 
     def __init__(self, name: str, device: Device, payload: bytes, import_objects: bool,
                  fds: Sequence[int] = ()) -> None:
         self.name = name
         self.device = device
         self.payload = payload
+        # Taken over first, so that nothing below can leak them.
+        self.fds: List[int] = [] if import_objects else list(fds)
+        self._close_fds = weakref.finalize(self, _close_all, self.fds)
         self.blobs = split_blobs(payload)
         self.pds: List[PD] = []
         self.vars: List[Var] = []
@@ -270,6 +278,7 @@ class Attached:
         self.pds, self.vars, self.dms, self.mrs, self.bufs = (
             still(self.pds), still(self.vars), still(self.dms), still(self.mrs),
             still(self.bufs))
+        self._close_fds()  # once: later calls do nothing
         if not self.device.closed:
             self.device.close()
 
@@ -284,19 +293,43 @@ class Attached:
                 f"{len(self.vars)} VAR(s) payload={len(self.payload)}B>")
 
 
+def _close_all(fds: List[int]) -> None:
+    """Close every fd of the list and empty it (an Attached's, at close or
+    collection)."""
+    while fds:
+        try:
+            os.close(fds.pop())
+        except OSError:
+            pass  # closed behind our back: nothing left to release
+
+
+def _attached(name: str, dev: Device, payload: bytes, fds: Sequence[int],
+              import_objects: bool) -> Attached:
+    """The Attached of a reply. Imported buffers map their own duplicates of
+    the fds, which are closed here; with import_objects=False the Attached
+    owns them (and closes them if it cannot be made)."""
+    if not import_objects:
+        try:
+            return Attached(name, dev, payload, False, fds)
+        except BaseException:
+            _close_all(list(fds))
+            raise
+    try:
+        return Attached(name, dev, payload, True, fds)
+    finally:
+        _close_all(list(fds))
+
+
 def attach(name: str, timeout: Optional[float] = None, *, endpoint: Optional[str] = None,
            import_objects: bool = True) -> Attached:
     """Attach to the share called ``name``: its device and its objects,
-    imported (``import_objects=False``: the raw blobs only). Waits up to
+    imported (``import_objects=False``: the raw blobs only, and the fds of
+    its buffers in ``Attached.fds``, the Attached's to close). Waits up to
     ``timeout`` seconds (None: no limit, 0: no wait) for the name to be
     published, interruptibly; NotFound if it was not, PermissionDenied if
     the share's policy refuses this process."""
     dev, payload, fds = _c.broker_attach(endpoint, name, timeout)
-    try:  # a buffer maps its own duplicate of its fd
-        return Attached(name, dev, payload, import_objects, fds)
-    finally:
-        for fd in fds:
-            os.close(fd)
+    return _attached(name, dev, payload, fds, import_objects)
 
 
 def shares(endpoint: Optional[str] = None) -> List[Dict[str, Any]]:

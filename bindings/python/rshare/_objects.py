@@ -358,9 +358,11 @@ class DM(_Memory):
     """Device memory: allocated on a Device (Device.alloc_dm) or imported
     (Device.import_dm). Read and write it with read()/write(): a write in
     one process is read by every other that imported it. Where the device
-    maps it (Caps.DM_MAP: sim0), ``memoryview(dm)``, ``numpy.frombuffer(dm)``
-    and DLPack view it in place (rshare_dm_map); ``unmap()`` drops that
-    mapping, refused while such views live."""
+    maps it (Caps.DM_MAP: sim0; mlx5, whose mapping is device memory to be
+    accessed in aligned 4-byte words, e.g. a numpy uint32 view),
+    ``memoryview(dm)``, ``numpy.frombuffer(dm)`` and DLPack view it in place
+    (rshare_dm_map); ``unmap()`` drops that mapping, refused while such views
+    live."""
 
     __slots__ = ()
     _kind = "dm"

@@ -29,11 +29,10 @@ until step returns something other than None; calls that need more fds
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Callable, Optional, Tuple, TypeVar
 
 from . import _rshare as _c
-from ._broker import Attached
+from ._broker import Attached, _attached
 from ._channel import SocketLike, _fd_and_timeout
 from ._device import Device
 from ._errors import NotFound, StaleHandleError
@@ -90,11 +89,7 @@ async def attach(name: str, timeout: Optional[float] = None, *,
         # No wait for the name: one request the broker answers at once
         # (a local round trip), as rshare.attach(name, timeout=0).
         dev, payload, fds = _c.broker_attach(endpoint, name, 0)
-        try:  # a share's buffers map their own duplicates of these
-            return Attached(name, dev, payload, import_objects, fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        return _attached(name, dev, payload, fds, import_objects)
     handle = _c.attach_start(endpoint, name)
     op: Optional[int] = handle  # None once the C operation is over
     try:

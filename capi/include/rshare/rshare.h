@@ -673,7 +673,10 @@ RSHARE_API int rshare_dm_native(const rshare_dm *dm, void **ibv_dm);
  * process that maps it: *addr gets the address of its first byte (length:
  * rshare_dm_length()). Repeated calls give the same address until
  * rshare_dm_unmap(); unimport and free unmap it too. Where the device
- * allows it (RSHARE_CAP_DM_MAP: sim0, whose device memory is its memfd);
+ * allows it (RSHARE_CAP_DM_MAP: sim0, whose device memory is its memfd;
+ * mlx5, whose own mapping of the DM this is, made when it was allocated or
+ * imported: device memory, to be accessed in aligned 4-byte words, and
+ * kept until unimport or free, rshare_dm_unmap only forgetting it);
  * RSHARE_E_UNSUPPORTED elsewhere, rshare_dm_read/write working all the
  * same. A mapping kept after another process freed the DM stays valid and
  * is never given to new device memory while it lives. Since 1.2.

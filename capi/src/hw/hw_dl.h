@@ -70,7 +70,8 @@ struct rs_hw_verbs {
 	/* libmlx5: set when the library, MLX5_1.8 and MLX5_1.12 resolved. */
 	bool mlx5_ok;
 	char mlx5_why[256];
-	/* MLX5_1.2: the PD number behind an ibv_pd; NULL when absent. */
+	/* MLX5_1.2: the PD number behind an ibv_pd, the mapping of a DM;
+	 * NULL when absent. */
 	int (*init_obj)(struct mlx5dv_obj *obj, uint64_t obj_type);
 	bool (*is_supported)(struct ibv_device *device);             /* MLX5_1.8 */
 	struct mlx5dv_var *(*alloc_var)(struct ibv_context *context,

@@ -17,6 +17,24 @@
  * provider checks copies against its own idea of the DM's length (mlx5:
  * EFAULT), whatever length the blob claims, and mlx5 copies only 4-byte
  * aligned offsets and lengths (EINVAL otherwise): both become INVAL.
+ *
+ * Mapping (rshare_dm_map). mlx5 maps every MEMIC DM into the process
+ * itself, MAP_SHARED through the context's cmd_fd, both when it allocates
+ * it (upstream providers/mlx5/verbs.c alloc_dm_memic -> dm_mmap) and when
+ * it imports it (mlx5_import_dm asks the kernel for the DM's page and
+ * offset, MLX5_IB_METHOD_DM_QUERY, then dm_mmap): that mapping is what its
+ * own ibv_memcpy_to/from_dm load and store through. mlx5dv_init_obj
+ * (MLX5DV_OBJ_DM, providers/mlx5/mlx5.c mlx5dv_get_dm) hands it out as
+ * struct mlx5dv_dm's buf and length, so rshare maps nothing itself: the
+ * mapping lives as long as the ibv_dm (ibv_free_dm and ibv_unimport_dm
+ * unmap it) and unmapping it in rshare only forgets the address. Every
+ * process that shares the context maps the same device pages.
+ * mlx5dv_dm_map_op_addr (MLX5_1.19, pyverbs' Mlx5DmOpAddr) is not that: it
+ * maps a page where an access performs a device operation on the DM (an
+ * atomic increment, a test-and-set; the op is device-specific), not plain
+ * loads and stores of its bytes. The mapping is device BAR memory: the
+ * device serves it in 4-byte words (upstream copies through it with 32-bit
+ * accesses), so callers should too.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -164,4 +182,56 @@ int rs_hw_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, vo
 	int err = ibv_memcpy_from_dm(dst, dm->prov, offset, len);
 
 	return err ? copy_failed(ctx, dm, err, "ibv_memcpy_from_dm", offset, len) : RSHARE_OK;
+}
+
+/* The DM's own mapping, as mlx5 made it at alloc or import (see the top of
+ * this file). UNSUPPORTED, naming the reason, where there is none. */
+int rs_hw_dm_map(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	const struct rs_hw_verbs *v = rs_hw_verbs();
+	struct mlx5dv_dm out = { .comp_mask = 0 };
+	struct mlx5dv_obj obj = { .dm = { .in = dm->prov, .out = &out } };
+	int err;
+
+	if (!rs_hw_ctx(ctx)->mlx5)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "cannot map device memory on %s: only mlx5 maps it into the "
+			       "process (%s)", ctx->name,
+			       v->mlx5_ok ? "this is not an mlx5 device" : v->mlx5_why);
+	if (!v->init_obj)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "cannot map device memory on %s: the loaded libmlx5 lacks "
+			       "mlx5dv_init_obj@MLX5_1.2", ctx->name);
+	err = v->init_obj(&obj, MLX5DV_OBJ_DM);
+	if (err)
+		return rs_fail(RSHARE_E_UNSUPPORTED, err,
+			       "cannot map device memory on %s: mlx5dv_init_obj(MLX5DV_OBJ_DM) "
+			       "of DM handle %u failed", ctx->name, dm->handle);
+	/* A libmlx5 older than the DM object (rdma-core 18) fills nothing. */
+	if (!out.buf)
+		return rs_fail(RSHARE_E_UNSUPPORTED, 0,
+			       "cannot map device memory on %s: the loaded libmlx5 gives no "
+			       "mapping of DM handle %u (mlx5dv_init_obj knows no DM before "
+			       "rdma-core 18)", ctx->name, dm->handle);
+	/* The device's length, not the blob's, bounds the mapping: a shorter
+	 * one would let callers run past it. */
+	if (out.length < dm->length)
+		return rs_fail(RSHARE_E_INVAL, 0,
+			       "DM handle %u on %s is %" PRIu64 " bytes as the device knows it, "
+			       "but the blob claims %" PRIu64, dm->handle, ctx->name,
+			       (uint64_t)out.length, dm->length);
+	dm->map = out.buf;
+	dm->map_first = dm->map_count = 0;
+	return RSHARE_OK;
+}
+
+void rs_hw_dm_unmap(struct rs_ctx *ctx, struct rs_dm_info *dm)
+{
+	(void)ctx;
+	dm->map = NULL; /* the provider's mapping: it goes with the ibv_dm */
+}
+
+bool rs_hw_dm_mappable(const struct rs_ctx *ctx)
+{
+	return rs_hw_ctx(ctx)->mlx5 && rs_hw_verbs()->init_obj && rs_hw_dm_supported(ctx);
 }

@@ -107,6 +107,11 @@ int rs_hw_dm_write(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset,
 		   const void *src, size_t len);
 int rs_hw_dm_read(struct rs_ctx *ctx, struct rs_dm_info *dm, uint64_t offset, void *dst,
 		  size_t len);
+/* Map: mlx5's own mapping of the DM (mlx5dv_init_obj, MLX5DV_OBJ_DM);
+ * mappable: this context can (an mlx5 device, libmlx5 with init_obj). */
+int rs_hw_dm_map(struct rs_ctx *ctx, struct rs_dm_info *dm);
+void rs_hw_dm_unmap(struct rs_ctx *ctx, struct rs_dm_info *dm);
+bool rs_hw_dm_mappable(const struct rs_ctx *ctx);
 
 /* hw_var.c */
 int rs_hw_var_alloc(struct rs_ctx *ctx, uint32_t flags, struct rs_var_info *var);

@@ -373,6 +373,8 @@ static uint32_t hw_caps(struct rs_ctx *ctx)
 		caps |= RSHARE_CAP_MR;
 	if (v->import_dm && v->unimport_dm && rs_hw_dm_supported(ctx))
 		caps |= RSHARE_CAP_DM;
+	if ((caps & RSHARE_CAP_DM) && rs_hw_dm_mappable(ctx))
+		caps |= RSHARE_CAP_DM_MAP;
 	if (ctx->ledger)
 		caps |= RSHARE_CAP_LEDGER;
 	return caps;
@@ -406,4 +408,6 @@ const struct rs_provider rs_hw_provider = {
 	.dm_free = rs_hw_dm_free,
 	.dm_write = rs_hw_dm_write,
 	.dm_read = rs_hw_dm_read,
+	.dm_map = rs_hw_dm_map,
+	.dm_unmap = rs_hw_dm_unmap,
 };

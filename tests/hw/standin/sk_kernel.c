@@ -16,7 +16,7 @@
 /* Deliberately unlike rshare's own simulated device (other magic, no seals,
  * other memfd name), so rshare's sim provider never claims a ufile. */
 #define SK_MAGIC 0x534b2d55464c4532ULL /* "SK-UFLE2" */
-#define SK_VERSION 2u
+#define SK_VERSION 3u
 
 enum { ENTRY_FREE = 0, ENTRY_LIVE = 1, ENTRY_DEAD = 2 /* destroyed, still mapped */ };
 
@@ -39,7 +39,11 @@ struct sk_ufile {
 	uint32_t dev_index;
 	pthread_mutex_t lock; /* process-shared, robust */
 	struct sk_entry entries[SK_MMAP_ENTRIES];
+	/* Device memory, by chunk: DM_FREE, DM_LIVE or DM_DEAD (destroyed,
+	 * still mapped); at a DM's first chunk its run and its mappings. */
 	uint8_t dm_used[SK_DM_CHUNKS];
+	uint8_t dm_run[SK_DM_CHUNKS];
+	uint16_t dm_maps[SK_DM_CHUNKS];
 	struct sk_obj objs[SK_MAX_OBJS];
 };
 _Static_assert(sizeof(struct sk_ufile) <= SK_TABLE_SIZE, "table fits its pages");
@@ -384,6 +388,8 @@ static int mr_create(struct sk_ufile *uf, struct sk_obj_info *info)
 	return 0;
 }
 
+enum { DM_FREE = 0, DM_LIVE = 1, DM_DEAD = 2 };
+
 static int dm_create(struct sk_ufile *uf, struct sk_obj_info *info)
 {
 	uint64_t need = (info->length + SK_DM_CHUNK - 1) / SK_DM_CHUNK;
@@ -399,7 +405,9 @@ static int dm_create(struct sk_ufile *uf, struct sk_obj_info *info)
 	if (run != need)
 		return ENOMEM;
 	start = start + 1 - (uint32_t)need;
-	memset(&uf->dm_used[start], 1, need);
+	memset(&uf->dm_used[start], DM_LIVE, need);
+	uf->dm_run[start] = (uint8_t)need;
+	uf->dm_maps[start] = 0;
 	info->offset = SK_DM_OFF + (uint64_t)start * SK_DM_CHUNK;
 	return 0;
 }
@@ -491,8 +499,10 @@ static int destroy_locked(struct sk_ufile *uf, struct sk_obj *o)
 		dev_unlock();
 		break;
 	case SK_DM:
-		memset(&uf->dm_used[(o->info.offset - SK_DM_OFF) / SK_DM_CHUNK], 0,
-		       (o->info.length + SK_DM_CHUNK - 1) / SK_DM_CHUNK);
+		/* The memory goes when the last mapping does (mlx5_ib_dealloc_dm
+		 * removes the mmap entry; mlx5_ib_dm_mmap_free frees the MEMIC). */
+		e = (uint32_t)((o->info.offset - SK_DM_OFF) / SK_DM_CHUNK);
+		memset(&uf->dm_used[e], uf->dm_maps[e] ? DM_DEAD : DM_FREE, uf->dm_run[e]);
 		break;
 	}
 	o->type = SK_NONE;
@@ -512,6 +522,36 @@ int sk_obj_destroy(struct ibv_context *ctx, enum sk_type type, uint32_t handle)
 		err = destroy_locked(uf, &uf->objs[handle]);
 	unlock(uf);
 	return err;
+}
+
+int sk_dm_map(struct ibv_context *ctx, uint64_t offset)
+{
+	struct sk_ufile *uf = sk_of(ctx)->uf;
+	uint64_t c = (offset - SK_DM_OFF) / SK_DM_CHUNK;
+	int err = sk_check_alive();
+
+	if (err)
+		return err;
+	lock(uf);
+	if (offset < SK_DM_OFF || c >= SK_DM_CHUNKS || uf->dm_used[c] != DM_LIVE ||
+	    !uf->dm_run[c] || uf->dm_maps[c] == UINT16_MAX)
+		err = EINVAL;
+	else
+		uf->dm_maps[c]++;
+	unlock(uf);
+	return err;
+}
+
+void sk_dm_unmap(struct ibv_context *ctx, uint64_t offset)
+{
+	struct sk_ufile *uf = sk_of(ctx)->uf;
+	uint64_t c = (offset - SK_DM_OFF) / SK_DM_CHUNK;
+
+	lock(uf);
+	if (offset >= SK_DM_OFF && c < SK_DM_CHUNKS && uf->dm_maps[c] &&
+	    --uf->dm_maps[c] == 0 && uf->dm_used[c] == DM_DEAD)
+		memset(&uf->dm_used[c], DM_FREE, uf->dm_run[c]);
+	unlock(uf);
 }
 
 int sk_entry_map(struct sk_ufile *uf, uint32_t entry)

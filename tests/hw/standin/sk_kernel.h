@@ -93,6 +93,18 @@ struct sk_pd {
 	uint32_t pdn;
 };
 
+/* Device memory as the provider keeps it (upstream providers/mlx5/mlx5.h,
+ * struct mlx5_dm): the DM's pages mapped through the cmd_fd at alloc and at
+ * import, start_va its first byte; mlx5dv_init_obj() hands out start_va. */
+struct sk_dm {
+	struct ibv_dm dm; /* first */
+	uint64_t offset;  /* of its memory in the ufile */
+	uint64_t length;
+	void *mmap_va;    /* the page-aligned mapping, mmap_len bytes */
+	size_t mmap_len;
+	void *start_va;   /* mmap_va + offset's place in its page */
+};
+
 /* What the kernel knows of an object (filled by sk_obj_lookup). */
 struct sk_obj_info {
 	uint32_t pdn;             /* SK_PD: PD number, device-wide */
@@ -151,6 +163,13 @@ int sk_obj_destroy(struct ibv_context *ctx, enum sk_type type, uint32_t handle);
  * destroyed). unmap: the count drops, and the entry of a destroyed VAR is
  * released, with its device page, when its last mapping goes. */
 int sk_entry_map(struct sk_ufile *uf, uint32_t entry);
+/* The kernel's side of mapping a DM (MLX5_IB_MMAP_DEVICE_MEM) at its offset
+ * in the ufile: map: 0 (the DM is live; its mapping count grows) or EINVAL
+ * (destroyed). unmap: the count drops, and a destroyed DM's memory is
+ * handed out again only when its last mapping goes
+ * (drivers/infiniband/hw/mlx5/dm.c mlx5_ib_dm_mmap_free). */
+int sk_dm_map(struct ibv_context *ctx, uint64_t offset);
+void sk_dm_unmap(struct ibv_context *ctx, uint64_t offset);
 void sk_entry_unmap(struct sk_ufile *uf, uint32_t entry);
 
 /* ---- Internal to the stand-in (not exported) --------------------------- */

@@ -45,10 +45,23 @@ bool mlx5dv_is_supported(struct ibv_device *device)
 	return sk_device_known(device) && ((struct sk_device *)device)->mlx5;
 }
 
-/* MLX5_1.2. The stand-in fills PDs only (their PD number, which mlx5's
- * ibv_import_pd got from the kernel); other kinds are not modelled. */
+/* MLX5_1.2. The stand-in fills PDs (their PD number, which mlx5's
+ * ibv_import_pd got from the kernel) and DMs (upstream providers/mlx5/mlx5.c
+ * mlx5dv_get_dm: buf is the provider's mapping of the DM, start_va, and
+ * length its length, for an allocated and an imported DM alike); other
+ * kinds are not modelled. */
 int mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
+	if (obj_type == MLX5DV_OBJ_DM) {
+		struct sk_dm *d = (struct sk_dm *)obj->dm.in;
+
+		if (!mlx5dv_is_supported(obj->dm.in->context->device))
+			return EOPNOTSUPP;
+		obj->dm.out->buf = d->start_va;
+		obj->dm.out->length = d->length;
+		obj->dm.out->comp_mask = 0;
+		return 0;
+	}
 	if (obj_type != MLX5DV_OBJ_PD)
 		return EOPNOTSUPP;
 	if (!mlx5dv_is_supported(obj->pd.in->context->device))

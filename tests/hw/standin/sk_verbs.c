@@ -498,12 +498,6 @@ void ibv_unimport_mr(struct ibv_mr *mr)
 
 /* ---- Device memory -------------------------------------------------------- */
 
-struct sk_dm {
-	struct ibv_dm dm; /* first */
-	uint64_t offset;  /* of its memory in the ufile */
-	uint64_t length;
-};
-
 /* mlx5's rules: a copy must lie inside the DM, else EFAULT; the hardware
  * accesses it in 4-byte words, so offset and length must be multiples of
  * 4, else EINVAL. */
@@ -536,13 +530,37 @@ static int sk_memcpy_from_dm(void *dst, struct ibv_dm *dm, uint64_t off, size_t 
 		       ? 0 : EIO;
 }
 
+/* Upstream maps a MEMIC DM's pages through the cmd_fd both when it
+ * allocates it (providers/mlx5/verbs.c alloc_dm_memic -> dm_mmap) and when
+ * it imports it (mlx5_import_dm, after MLX5_IB_METHOD_DM_QUERY ->
+ * dm_mmap), MAP_SHARED, and points start_va at the DM's first byte inside
+ * the first page. The stand-in's device memory is the ufile's DM area, so
+ * every context of the ufile, in any process, maps the same bytes; the
+ * kernel counts the mappings (sk_dm_map), so a destroyed DM's memory is
+ * not handed out again while one lives. A failed mmap is ENOMEM
+ * (alloc_dm_memic) and fails the import. */
 static struct ibv_dm *new_dm(struct ibv_context *context, uint32_t handle,
 			     const struct sk_obj_info *info)
 {
 	struct sk_dm *d = calloc(1, sizeof(*d));
+	uint64_t in_page = info->offset % SK_PAGE;
+	void *va;
+	int err;
 
 	if (!d) {
 		errno = ENOMEM;
+		return NULL;
+	}
+	d->mmap_len = (size_t)((in_page + info->length + SK_PAGE - 1) / SK_PAGE * SK_PAGE);
+	err = sk_dm_map(context, info->offset);
+	va = err ? MAP_FAILED
+		 : mmap(NULL, d->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, context->cmd_fd,
+			(off_t)(info->offset - in_page));
+	if (va == MAP_FAILED) {
+		if (!err)
+			sk_dm_unmap(context, info->offset);
+		free(d);
+		errno = err ? err : ENOMEM;
 		return NULL;
 	}
 	d->dm.context = context;
@@ -552,7 +570,19 @@ static struct ibv_dm *new_dm(struct ibv_context *context, uint32_t handle,
 	d->dm.handle = handle;
 	d->offset = info->offset;
 	d->length = info->length;
+	d->mmap_va = va;
+	d->start_va = (char *)va + in_page;
 	return &d->dm;
+}
+
+/* mlx5_free_dm / mlx5_unimport_dm: the mapping goes with the object. */
+static void drop_dm(struct ibv_dm *dm)
+{
+	struct sk_dm *d = (struct sk_dm *)dm;
+
+	munmap(d->mmap_va, d->mmap_len);
+	sk_dm_unmap(dm->context, d->offset);
+	free(d);
 }
 
 static struct ibv_dm *sk_alloc_dm(struct ibv_context *context, struct ibv_alloc_dm_attr *attr)
@@ -591,7 +621,7 @@ static int sk_free_dm(struct ibv_dm *dm)
 
 	if (err)
 		return err;
-	free(dm);
+	drop_dm(dm);
 	return 0;
 }
 
@@ -612,5 +642,5 @@ struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 
 void ibv_unimport_dm(struct ibv_dm *dm)
 {
-	free(dm); /* local only */
+	drop_dm(dm); /* local only */
 }
