@@ -23,7 +23,9 @@ as docs/hardware.md ("A 1.2 peer and a 1.1 library") says:
  5. A context with its ledger sent over a channel (two fds) is refused by
     the 1.1 rshare_channel_recv: RSHARE_E_PROTOCOL ("exactly 1 expected"),
     no fd left behind; the next message, a context without the ledger
-    (one fd), is received whole and its device opens (readable by 1.1).
+    (one fd), is received whole and a PD is allocated on it (readable by
+    1.1). And the other way: a 1.1 peer's context (one fd) and PD blob are
+    read by 1.2 as before (bare level, no ledger; the blob imports).
  6. A PD blob with the ledger serial (flag LEDGER, 52 bytes) given to the
     1.1 rshare_pd_import is RSHARE_E_BLOB_CORRUPT by 1.1's length check
     ("blob fields need 44 bytes, length is 52"), nothing imported.
@@ -279,6 +281,28 @@ ok(lib.rshare_device_close(target), "close the import's context")
 print(json.dumps(out))
 """
 
+# Section 5, the other way: the 1.1 library sends its mlx5 context (one fd)
+# with a PD blob as the payload; this library receives it (bare level: no
+# ledger) and imports the PD.
+OLD_SEND = LEDGER_COMMON + r"""
+sock = int(sys.argv[2])
+dev, pd = opened(b"mlx5_sim0"), ctypes.c_void_p()
+ok(lib.rshare_pd_alloc(dev, ctypes.byref(pd)), "rshare_pd_alloc")
+blob, n = ctypes.create_string_buffer(128), ctypes.c_size_t()
+ok(lib.rshare_pd_export(pd, blob, ctypes.c_size_t(128), ctypes.byref(n)), "rshare_pd_export")
+ok(lib.rshare_channel_send(sock, dev, blob.raw[:n.value], n.value), "send the context")
+"""
+NEW_RECV = LEDGER_COMMON + r"""
+sock = int(sys.argv[2])
+dev, n, buf = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.create_string_buffer(128)
+ok(lib.rshare_channel_recv(sock, ctypes.byref(dev), buf, ctypes.c_size_t(128), ctypes.byref(n)),
+   "rshare_channel_recv")
+imp = ctypes.c_void_p()
+st = lib.rshare_pd_import(dev, buf.raw[:n.value], n.value, ctypes.byref(imp))
+print(json.dumps({"caps": caps(dev) & 32, "blob_len": n.value, "import": st,
+                  "msg": lib.rshare_last_error().decode()}))
+"""
+
 # Section 7: a broker client (1.1 attach refused, 1.2 attach for contrast).
 LEDGER_ATTACH = LEDGER_COMMON + r"""
 endpoint, name = sys.argv[2].encode(), sys.argv[3].encode()
@@ -352,6 +376,19 @@ def ledger_main(a, expect):
            and not got.get("imp3"),
            "1.1 refuses a PD blob with the ledger serial: RSHARE_E_BLOB_CORRUPT by its length "
            "check, nothing imported (%s)" % pick(got, "st3", "msg3", "imp3"))
+
+    # 5, the other way: a 1.1 peer's context and PD blob, read by 1.2.
+    s0, s1 = socket.socketpair()
+    res = run([sys.executable, "-c", OLD_SEND, str(lib11), str(s0.fileno())],
+              pass_fds=[s0.fileno()], env=env)
+    expect(res.returncode == 0, "the 1.1 peer sends its context (%s)" % res.stderr.strip())
+    back = run_json([sys.executable, "-c", NEW_RECV, str(lib12), str(s1.fileno())],
+                    "1.2 receives the 1.1 context", pass_fds=[s1.fileno()], env=env) or {}
+    s0.close()
+    s1.close()
+    expect(back.get("caps") == 0 and back.get("blob_len") == 44 and back.get("import") == 0,
+           "1.2 reads a 1.1 peer's context (bare level: no ledger) and imports its 44-byte "
+           "PD blob (%s)" % back)
 
     # 7: a 1.2 broker holding a share of a context with its ledger.
     sock = a.work / "broker.sock"
