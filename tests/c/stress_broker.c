@@ -31,35 +31,13 @@ static void hostile_uid(void)
 		_exit(100);
 }
 
-static int try_connect(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
-static void put_header(unsigned char *m, int type, uint32_t len)
-{
-	memcpy(m, "RSBK\1\0", 6);
-	m[6] = (unsigned char)type;
-	m[7] = 0;
-	memcpy(m + 8, &len, 4);
-	memset(m + 12, 0, 4);
-}
-
 static void linger_loop(void)
 {
 	unsigned char m[16];
 
-	put_header(m, 4, 0);
+	raw_header(m, RAW_LIST, 0, 0);
 	while (now_s() < end_at) {
-		int l, fd = linger_fd(&l, 30), s = try_connect();
+		int l, fd = linger_fd(&l, 30), s = try_connect(path);
 		if (s >= 0) {
 			send_fds(s, m, 16, &fd, 1);
 			close(s);
@@ -73,16 +51,12 @@ static void linger_loop(void)
 static void pipeline_loop(void)
 {
 	unsigned char m[64];
+	int n = raw_attach(m, "stress/honest", 0, 0xffff);
 
-	put_header(m, 2, 12 + 13);
-	memset(m + 16, 0, 12);
-	m[20] = 0xff, m[21] = 0xff;
-	m[24] = 13;
-	memcpy(m + 28, "stress/honest", 13);
 	while (now_s() < end_at) {
-		int s = try_connect();
+		int s = try_connect(path);
 		for (int k = 0; s >= 0 && k < 50; k++)
-			if (send(s, m, 41, MSG_NOSIGNAL | MSG_DONTWAIT) != 41)
+			if (send(s, m, n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 				break;
 		usleep(5000);
 		if (s >= 0)
@@ -96,11 +70,11 @@ static void lister_loop(void)
 	int held[HELD], n = 0;
 	unsigned char m[16];
 
-	put_header(m, 4, 0);
+	raw_header(m, RAW_LIST, 0, 0);
 	for (int i = 0; i < HELD; i++)
 		held[i] = -1;
 	while (now_s() < end_at) {
-		int s = try_connect();
+		int s = try_connect(path);
 		if (s >= 0)
 			send(s, m, 16, MSG_NOSIGNAL);
 		if (held[n] >= 0)
@@ -120,7 +94,7 @@ static void garbage_loop(void)
 	if (pipe(p) != 0)
 		return;
 	while (now_s() < end_at) {
-		int s = try_connect(), fds[3] = { p[0], p[1], p[0] };
+		int s = try_connect(path), fds[3] = { p[0], p[1], p[0] };
 		size_t n;
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		n = x % sizeof(buf);
@@ -146,7 +120,7 @@ static void slowloris_loop(void)
 	while (now_s() < end_at) {
 		if (held[n] >= 0)
 			close(held[n]);
-		held[n] = try_connect();
+		held[n] = try_connect(path);
 		n = (n + 1) % HELD;
 		usleep(10000);
 	}
@@ -197,24 +171,10 @@ int main(int argc, char **argv)
 	rshare_share *sh;
 	struct pub p;
 	pthread_t t;
-	int ready[2];
-	char c;
 
 	signal(SIGPIPE, SIG_IGN);
 	make_endpoint(dir, sizeof(dir), path, sizeof(path));
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	broker = fork();
-	REQUIRE(broker >= 0);
-	if (broker == 0) {
-		rshare_broker *b;
-		if (rshare_broker_start(path, &b) != RSHARE_OK)
-			_exit(1);
-		(void)!write(ready[1], "r", 1);
-		for (;;)
-			pause();
-	}
-	REQUIRE(read(ready[0], &c, 1) == 1);
+	broker = broker_fork(path, NULL);
 	pub_make(&p);
 	/* The hostile uid may attach too: its pipelined attaches get fds. */
 	REQUIRE_OK(rshare_broker_publish(path, "stress/honest", p.dev, p.payload, p.len, &opts,
@@ -241,11 +201,7 @@ int main(int argc, char **argv)
 	CHECK(h.ok >= (int)seconds * 10);
 	CHECK_OK(rshare_broker_withdraw(sh));
 	pub_free(&p);
-	kill(broker, SIGKILL);
-	waitpid(broker, NULL, 0);
-	unlink(path);
-	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".lock");
-	unlink(path);
+	broker_kill(broker, path);
 	rmdir(dir);
 	TEST_DONE();
 }

@@ -83,14 +83,12 @@ static void *fake_broker(void *arg)
 
 		REQUIRE(s >= 0);
 		(void)!recv(s, req, sizeof(req), 0);
-		memcpy(m, "RSBK\1\0", 6);
-		m[6] = 2 | 0x80; /* attach reply */
-		m[7] = t == OK_TWO_FDS ? 4 : 0; /* LEDGER: the second fd is the device's */
 		if (t == HUGE_LEN)
 			len = 0xfffffff0u;
 		if (t == OK_LONG)
 			len = 48; /* more than the 4-byte buffer asked for */
-		memcpy(m + 8, &len, 4);
+		/* An attach reply; LEDGER: the second fd is the device's. */
+		raw_header(m, RAW_ATTACH | RAW_REPLY, t == OK_TWO_FDS ? 4 : 0, len);
 		memcpy(m + 12, &st, 4);
 		memset(m + 16, 0, 48);
 		if (t == BAD_MAGIC)
@@ -152,7 +150,6 @@ static void case_fake(void)
 		[OK_EXTRA_UNASKED] = RSHARE_E_PROTOCOL,
 		[OK_LONG] = RSHARE_E_PROTOCOL,
 	};
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fake f = { .tricks = NTRICKS };
 	unsigned char got[4];
 	rshare_device *d;
@@ -160,10 +157,7 @@ static void case_fake(void)
 	size_t n;
 	int before;
 
-	f.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	REQUIRE(f.lfd >= 0 && bind(f.lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-		listen(f.lfd, 8) == 0);
+	f.lfd = raw_listen(path);
 	REQUIRE(pipe(f.p) == 0);
 	/* First use: the device scan loads rdma-core, which keeps an fd. */
 	REQUIRE_OK(rshare_device_open("sim0", &d));
@@ -208,31 +202,30 @@ static double cpu_s(pid_t pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* A broker left with 48 fds once started. */
+static void broker_48_fds(int ready, void *arg)
+{
+	struct rlimit rl = { 48, 48 };
+	rshare_broker *b;
+
+	(void)arg;
+	setenv("RSHARE_BROKER_IDLE_MS", "60000", 1);
+	if (rshare_broker_start(path, &b) != RSHARE_OK || setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		_exit(1);
+	(void)!write(ready, "r", 1);
+	for (;;)
+		pause();
+}
+
 static void case_emfile(void)
 {
 	enum { CONNS = 80 };
-	int ready[2], conns[CONNS];
-	char json[4096], c;
+	int conns[CONNS];
+	char json[4096];
 	size_t n;
 	double cpu;
-	pid_t pid;
+	pid_t pid = fork_ready(broker_48_fds, NULL, NULL);
 
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		struct rlimit rl = { 48, 48 };
-		rshare_broker *b;
-		setenv("RSHARE_BROKER_IDLE_MS", "60000", 1);
-		if (rshare_broker_start(path, &b) != RSHARE_OK ||
-		    setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			_exit(1);
-		(void)!write(ready[1], "r", 1);
-		for (;;)
-			pause();
-	}
-	REQUIRE(pid > 0);
-	REQUIRE(read(ready[0], &c, 1) == 1);
 	/* More silent connections than the broker has fds. */
 	for (int i = 0; i < CONNS; i++)
 		conns[i] = raw_connect(path);
@@ -247,13 +240,7 @@ static void case_emfile(void)
 		close(conns[i]);
 	/* Serving again. */
 	CHECK_OK(rshare_broker_list(path, json, sizeof(json), &n));
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	close(ready[0]);
-	close(ready[1]);
-	unlink(path);
-	snprintf(json, sizeof(json), "%s.lock", path);
-	unlink(json);
+	broker_kill(pid, path);
 }
 
 /* ---- /tmp squatting ---- */
@@ -261,42 +248,26 @@ static void case_emfile(void)
 #define VICTIM 4244
 #define SQUATTER 4245
 
-/* The squatter's fake broker: exit 1 if the victim handed it an fd. */
-static int squatter(int ready)
+/* The squatter's fake broker: exit 1 if the victim handed it an fd (on
+ * its publish or its attach). */
+static void squatter(int ready, void *arg)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char tdir[64];
+	char tdir[64], sock[100];
 	int l, got = 0;
 
+	(void)arg;
 	if (setgid(SQUATTER) || setuid(SQUATTER))
-		return 2;
+		_exit(2);
 	snprintf(tdir, sizeof(tdir), "/tmp/rshare-%d", VICTIM);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/broker.sock", tdir);
-	l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	if (mkdir(tdir, 0755) || l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(sa.sun_path, 0666) || listen(l, 8))
-		return 3;
+	snprintf(sock, sizeof(sock), "%s/broker.sock", tdir);
+	if (mkdir(tdir, 0755) || (l = squat_listen(sock)) < 0)
+		_exit(3);
 	(void)!write(ready, "r", 1);
-	for (int i = 0; i < 2; i++) {
-		struct pollfd p = { .fd = l, .events = POLLIN };
-		union {
-			struct cmsghdr a;
-			char buf[CMSG_SPACE(8 * sizeof(int))];
-		} ctl;
-		unsigned char buf[70000];
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				    .msg_controllen = sizeof(ctl) };
-		int s;
-
-		if (poll(&p, 1, 3000) != 1 || (s = accept(l, NULL, NULL)) < 0)
-			break;
-		p = (struct pollfd){ .fd = s, .events = POLLIN };
-		if (poll(&p, 1, 1000) == 1 && recvmsg(s, &m, 0) > 0 && CMSG_FIRSTHDR(&m))
-			got = 1;
-		close(s);
+	for (int i = 0, r = 0; i < 2 && r >= 0; i++) {
+		r = handed_fds(l);
+		got |= r == 1;
 	}
-	return got;
+	_exit(got);
 }
 
 static int victim(void)
@@ -326,20 +297,14 @@ static int victim(void)
 static void case_squat(void)
 {
 	pid_t sq, vi;
-	int ready[2], st;
-	char c;
+	int st;
 
 	if (geteuid() != 0) {
 		printf("case_squat: needs root to become two other uids; skipped\n");
 		return;
 	}
 	(void)!system("rm -rf /tmp/rshare-4244");
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	sq = fork();
-	if (sq == 0)
-		_exit(squatter(ready[1]));
-	REQUIRE(sq > 0 && read(ready[0], &c, 1) == 1);
+	sq = fork_ready(squatter, NULL, NULL);
 	vi = fork();
 	if (vi == 0)
 		_exit(victim());
@@ -351,8 +316,6 @@ static void case_squat(void)
 	REQUIRE(waitpid(sq, &st, 0) == sq);
 	/* Killed while waiting (no fd received) or exited 0. */
 	CHECK(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
-	close(ready[0]);
-	close(ready[1]);
 	(void)!system("rm -rf /tmp/rshare-4244");
 }
 
@@ -369,22 +332,16 @@ static int hog(int ready, int done)
 	static int s[TRIES];
 	unsigned char m[64], got[8];
 	rshare_device *d;
-	uint32_t forever = 0xffffffffu;
-	int busy = 0, other = 0, st;
+	int busy = 0, other = 0, st, len;
 	size_t n;
 	char c;
 
 	if (setgid(65534) || setuid(65534))
 		return 100;
-	memcpy(m, "RSBK\1\0\2\0", 8);
-	m[8] = 12 + 6;
-	memset(m + 9, 0, 7 + 12);
-	memcpy(m + 16, &forever, 4);
-	m[24] = 6;
-	memcpy(m + 28, "q/none", 6);
+	len = raw_attach(m, "q/none", 0xffffffffu, 0);
 	for (int i = 0; i < TRIES; i++) {
 		s[i] = raw_connect(path);
-		if (send(s[i], m, 34, MSG_NOSIGNAL) != 34)
+		if (send(s[i], m, len, MSG_NOSIGNAL) != len)
 			return 101;
 	}
 	usleep(300000);
@@ -411,11 +368,6 @@ static void case_quota(void)
 {
 	int ready[2], done[2], st;
 	rshare_broker *b;
-	unsigned char got[512];
-	rshare_device *d;
-	rshare_share *sh;
-	struct pub p;
-	size_t n;
 	pid_t pid;
 	char c;
 
@@ -433,12 +385,7 @@ static void case_quota(void)
 	close(ready[1]);
 	CHECK(read(ready[0], &c, 1) == 1);
 	/* The broker's own user is served while nobody holds its quota. */
-	pub_make(&p);
-	CHECK_OK(rshare_broker_publish(path, "q/mine", p.dev, p.payload, p.len, NULL, &sh));
-	CHECK_OK(rshare_broker_attach(path, "q/mine", 0, &d, got, sizeof(got), &n));
-	CHECK_OK(rshare_device_close(d));
-	CHECK_OK(rshare_broker_withdraw(sh));
-	pub_free(&p);
+	honest_share(path, "q/mine");
 	(void)!write(done[1], "d", 1);
 	REQUIRE(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -449,24 +396,6 @@ static void case_quota(void)
 }
 
 /* ---- persistent shares of another user ---- */
-
-/* A raw persistent publish of fd as name on s; the reply's status. */
-static int32_t raw_publish(int s, const char *name, int fd)
-{
-	unsigned char m[16 + 16 + 256];
-	uint32_t len = 16 + (uint32_t)strlen(name), flags = 1;
-	uint16_t nl = (uint16_t)strlen(name);
-
-	memcpy(m, "RSBK\1\0\1\0", 8);
-	memcpy(m + 8, &len, 4);
-	memset(m + 12, 0, 4 + 16);
-	memcpy(m + 16, &flags, 4);
-	memcpy(m + 20, &nl, 2);
-	memcpy(m + 32, name, nl);
-	if (send_fds(s, m, 16 + len, &fd, 1) != (int)(16 + len))
-		return INT32_MIN;
-	return raw_reply_status(s);
-}
 
 /* As nobody: persistent shares (which outlive their connection) beyond
  * the quota are refused; exit 0 when exactly 256 were taken. */
@@ -484,7 +413,7 @@ static int hoarder(void)
 		int s = raw_connect(path);
 		int32_t st;
 		snprintf(name, sizeof(name), "hoard/%d", i);
-		st = raw_publish(s, name, fd);
+		st = raw_publish(s, name, fd, 1); /* persistent */
 		ok += st == RSHARE_OK;
 		busy += st == RSHARE_E_BUSY;
 		close(s); /* the share stays: persistent */
@@ -546,13 +475,12 @@ static void case_list(void)
 	for (int i = 0; i < SHARES; i++) {
 		char name[256];
 		snprintf(name, sizeof(name), "list/%0200d", i);
-		REQUIRE(raw_publish(pubs, name, fd) == RSHARE_OK);
+		REQUIRE(raw_publish(pubs, name, fd, 1) == RSHARE_OK);
 	}
 	/* The lister, which publishes too (exempt from the idle time). */
 	s = raw_connect(path);
-	REQUIRE(raw_publish(s, "list/lister", fd) == RSHARE_OK);
-	memcpy(m, "RSBK\1\0\4\0", 8);
-	memset(m + 8, 0, 8);
+	REQUIRE(raw_publish(s, "list/lister", fd, 1) == RSHARE_OK);
+	raw_header(m, RAW_LIST, 0, 0);
 	REQUIRE(send(s, m, 16, MSG_NOSIGNAL) == 16);
 	usleep(1000000);
 	for (int i = 0; i < 10000 && !eof; i++) {

@@ -40,44 +40,6 @@ static char dir[64], path[100];
 
 /* ---- an fd whose close blocks ---- */
 
-/* A broker in a child process (so that a stuck one can be killed). */
-static pid_t broker_child(const char *idle_ms)
-{
-	int ready[2];
-	char c;
-	pid_t pid;
-
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		rshare_broker *b;
-		if (idle_ms)
-			setenv("RSHARE_BROKER_IDLE_MS", idle_ms, 1);
-		if (rshare_broker_start(path, &b) != RSHARE_OK)
-			_exit(1);
-		(void)!write(ready[1], "r", 1);
-		for (;;)
-			pause();
-	}
-	REQUIRE(read(ready[0], &c, 1) == 1);
-	close(ready[0]);
-	close(ready[1]);
-	return pid;
-}
-
-static void stop_child(pid_t pid)
-{
-	char lock[128];
-
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	unlink(path);
-	snprintf(lock, sizeof(lock), "%s.lock", path);
-	unlink(lock);
-}
-
 /* A hostile broker at path serving one connection: replies with hdr's
  * fields and body, carrying fd (or -1), then more chunks if asked. */
 struct hostile {
@@ -99,10 +61,7 @@ static void *hostile_broker(void *arg)
 	if (s < 0)
 		return NULL;
 	(void)!recv(s, req, sizeof(req), 0);
-	memcpy(m, "RSBK\1\0", 6);
-	m[6] = h->type | 0x80;
-	m[7] = h->flags;
-	memcpy(m + 8, &h->len, 4);
+	raw_header(m, h->type | RAW_REPLY, h->flags, h->len);
 	memcpy(m + 12, &h->status, 4);
 	send_fds(s, m, 16 + h->len, &h->fd, h->fd >= 0);
 	if (h->fd >= 0)
@@ -121,21 +80,6 @@ static void *hostile_broker(void *arg)
 	return NULL;
 }
 
-static int hostile_listen_at(const char *at)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	unlink(at);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", at);
-	REQUIRE(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 8) == 0);
-	return l;
-}
-
-static int hostile_listen(void)
-{
-	return hostile_listen_at(path);
-}
 
 static void case_linger(void)
 {
@@ -143,8 +87,6 @@ static void case_linger(void)
 	unsigned char m[16], got[512];
 	int lst[3], sfd, s, sv[2];
 	rshare_device *d;
-	rshare_share *sh;
-	struct pub p;
 	struct hostile h = { .type = 2, .status = 0, .len = 0 };
 	pthread_t t;
 	double t0;
@@ -153,29 +95,24 @@ static void case_linger(void)
 	char json[4096];
 
 	/* The broker: a list request carrying the fd, then honest work. */
-	broker = broker_child(NULL);
+	broker = broker_fork(path, NULL);
 	sfd = linger_fd(&lst[0], LINGER_S);
 	s = raw_connect(path);
-	memcpy(m, "RSBK\1\0\4\0", 8);
-	memset(m + 8, 0, 8);
+	raw_header(m, RAW_LIST, 0, 0);
 	CHECK(send_fds(s, m, 16, &sfd, 1) == 16);
 	close(sfd); /* the broker's is the last reference now */
 	CHECK(raw_reply_status(s) == RSHARE_E_PROTOCOL); /* an unexpected fd */
 	close(s);
 	t0 = now_s();
 	CHECK_OK(rshare_broker_list(path, json, sizeof(json), &n));
-	pub_make(&p);
-	CHECK_OK(rshare_broker_publish(path, "linger/ok", p.dev, p.payload, p.len, NULL, &sh));
-	CHECK_OK(rshare_broker_attach(path, "linger/ok", 0, &d, got, sizeof(got), &n));
-	CHECK_OK(rshare_device_close(d));
-	CHECK_OK(rshare_broker_withdraw(sh));
+	honest_share(path, "linger/ok");
 	if (now_s() - t0 >= 2)
 		fprintf(stderr, "linger: honest calls took %.1f s after the fd\n", now_s() - t0);
 	CHECK(now_s() - t0 < 2);
-	stop_child(broker);
+	broker_kill(broker, path);
 
 	/* A hostile broker hands rshare_broker_attach such an fd. */
-	h.lfd = hostile_listen();
+	h.lfd = raw_listen(path);
 	h.fd = linger_fd(&lst[1], LINGER_S);
 	REQUIRE(pthread_create(&t, NULL, hostile_broker, &h) == 0);
 	t0 = now_s();
@@ -197,7 +134,6 @@ static void case_linger(void)
 	CHECK(now_s() - t0 < 2);
 	close(sv[0]);
 	close(sv[1]);
-	pub_free(&p);
 	for (int i = 0; i < 3; i++)
 		close(lst[i]);
 }
@@ -210,8 +146,7 @@ static void give_list(int fd, void *arg)
 	int s = raw_connect(path);
 
 	(void)arg;
-	memcpy(m, "RSBK\1\0\4\0", 8);
-	memset(m + 8, 0, 8);
+	raw_header(m, RAW_LIST, 0, 0);
 	send_fds(s, m, 16, &fd, 1);
 	(void)raw_reply_status(s); /* the broker has it now */
 	close(s);
@@ -225,8 +160,7 @@ static void give_reply(int fd, void *arg)
 	if (s < 0)
 		return;
 	(void)!recv(s, req, sizeof(req), 0);
-	memcpy(m, "RSBK\1\0", 6);
-	m[6] = 2 | 0x80;
+	raw_header(m, RAW_ATTACH | RAW_REPLY, 0, 0);
 	send_fds(s, m, 16, &fd, 1);
 	close(s);
 }
@@ -246,8 +180,6 @@ static void case_fuse(void)
 	char mnt[128], reason[128], json[4096], hpath[100];
 	unsigned char got[512];
 	rshare_device *d;
-	rshare_share *sh;
-	struct pub p;
 	int l, sv[2], st;
 	size_t n;
 	double t0;
@@ -260,24 +192,19 @@ static void case_fuse(void)
 		return;
 	}
 	/* The broker is handed the file with a list request. */
-	broker = broker_child(NULL);
+	broker = broker_fork(path, NULL);
 	giver = fuse_stall_give(&fs, 0, give_list, NULL);
 	REQUIRE(giver > 0 && waitpid(giver, &st, 0) == giver);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	t0 = now_s();
 	CHECK_OK(rshare_broker_list(path, json, sizeof(json), &n));
-	pub_make(&p);
-	CHECK_OK(rshare_broker_publish(path, "fuse/ok", p.dev, p.payload, p.len, NULL, &sh));
-	CHECK_OK(rshare_broker_attach(path, "fuse/ok", 0, &d, got, sizeof(got), &n));
-	CHECK_OK(rshare_device_close(d));
-	CHECK_OK(rshare_broker_withdraw(sh));
-	pub_free(&p);
+	honest_share(path, "fuse/ok");
 	CHECK(now_s() - t0 < 2);
 
 	/* A hostile broker hands it to rshare_broker_attach (beside the
 	 * broker, which still runs). */
 	snprintf(hpath, sizeof(hpath), "%s/h.sock", dir);
-	l = hostile_listen_at(hpath);
+	l = raw_listen(hpath);
 	giver = fuse_stall_give(&fs, 1, give_reply, &l);
 	t0 = now_s();
 	CHECK_ST(rshare_broker_attach(hpath, "x", 0, &d, got, sizeof(got), &n), RSHARE_E_NODEV);
@@ -298,7 +225,7 @@ static void case_fuse(void)
 	/* Only now can it go: its closer waits for the daemon, and a process
 	 * is reaped only once all its threads are gone. */
 	fuse_stall_unmount(&fs);
-	stop_child(broker);
+	broker_kill(broker, path);
 }
 
 /* ---- a hostile broker's replies ---- */
@@ -311,7 +238,7 @@ static int hostile_attach(uint8_t type, int32_t status, uint32_t len, size_t *n)
 	pthread_t t;
 	int st;
 
-	h.lfd = hostile_listen();
+	h.lfd = raw_listen(path);
 	REQUIRE(pthread_create(&t, NULL, hostile_broker, &h) == 0);
 	*n = 12345;
 	st = rshare_broker_attach(path, "x", 0, &d, got, sizeof(got), n);
@@ -340,7 +267,7 @@ static void case_hostile(void)
 	/* Documented ones do, with the broker's text. */
 	CHECK_ST(hostile_attach(2, RSHARE_E_PERM, 0, &n), RSHARE_E_PERM);
 	/* Endless empty chunks flagged "more": cut short. */
-	h.lfd = hostile_listen();
+	h.lfd = raw_listen(path);
 	REQUIRE(pthread_create(&t, NULL, hostile_broker, &h) == 0);
 	t0 = now_s();
 	CHECK_ST(rshare_broker_list(path, json, sizeof(json), &n), RSHARE_E_PROTOCOL);
@@ -382,33 +309,20 @@ static void case_listamp(void)
 	rshare_device *dev;
 	long before, after;
 	int pubs, fd;
-	pid_t broker = broker_child("60000");
+	pid_t broker = broker_fork(path, "60000");
 
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_device_fd(dev, &fd));
 	pubs = raw_connect(path);
 	for (int i = 0; i < SHARES; i++) {
-		unsigned char pm[16 + 16 + 256];
 		char name[256];
-		uint32_t len, flags = 0;
-		uint16_t nl;
 
 		snprintf(name, sizeof(name), "amp/%0200d", i);
-		nl = (uint16_t)strlen(name);
-		len = 16 + nl;
-		memcpy(pm, "RSBK\1\0\1\0", 8);
-		memcpy(pm + 8, &len, 4);
-		memset(pm + 12, 0, 4 + 16);
-		memcpy(pm + 16, &flags, 4);
-		memcpy(pm + 20, &nl, 2);
-		memcpy(pm + 32, name, nl);
-		REQUIRE(send_fds(pubs, pm, 16 + len, &fd, 1) == (int)(16 + len));
-		REQUIRE(raw_reply_status(pubs) == RSHARE_OK);
+		REQUIRE(raw_publish(pubs, name, fd, 0) == RSHARE_OK);
 	}
 	usleep(200000);
 	before = rss_kb(broker);
-	memcpy(m, "RSBK\1\0\4\0", 8);
-	memset(m + 8, 0, 8);
+	raw_header(m, RAW_LIST, 0, 0);
 	for (int i = 0; i < LISTERS; i++) {
 		conns[i] = raw_connect(path);
 		REQUIRE(send(conns[i], m, 16, MSG_NOSIGNAL) == 16);
@@ -421,62 +335,59 @@ static void case_listamp(void)
 	for (int i = 0; i < LISTERS; i++)
 		close(conns[i]);
 	close(pubs);
-	stop_child(broker);
+	broker_kill(broker, path);
 	CHECK_OK(rshare_device_close(dev));
 }
 
 /* ---- the fd limit ---- */
 
-/* A broker started with a soft fd limit of 1024 (hard 8192), 1,100 of its
- * own user's attachers waiting: its publisher still gets in. */
+/* A broker started with a soft fd limit of 1024 (hard 8192): it says 'r'
+ * when it raised the soft limit to the hard one. */
+static void broker_low_nofile(int ready, void *arg)
+{
+	const struct rlimit want = { 1024, 8192 };
+	struct rlimit now;
+	rshare_broker *b;
+	char c;
+
+	(void)arg;
+	if (setrlimit(RLIMIT_NOFILE, &want) != 0 || rshare_broker_start(path, &b) != RSHARE_OK)
+		_exit(1);
+	getrlimit(RLIMIT_NOFILE, &now);
+	c = now.rlim_cur == want.rlim_max ? 'r' : 'l';
+	(void)!write(ready, &c, 1);
+	for (;;)
+		pause();
+}
+
+/* Such a broker with 1,100 of its own user's attachers waiting: its
+ * publisher still gets in. */
 static void case_nofile(void)
 {
 	enum { WAITERS = 1100 };
 	static int conns[WAITERS];
-	struct rlimit rl, want = { 1024, 8192 };
+	struct rlimit rl;
 	unsigned char m[64];
-	uint32_t forever = 0xffffffffu;
 	rshare_share *sh;
 	struct pub p;
-	int ready[2];
 	pid_t broker;
 	char c;
+	int n;
 
 	REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0);
 	rl.rlim_cur = rl.rlim_max;
 	if (rl.rlim_max < WAITERS + 200 || setrlimit(RLIMIT_NOFILE, &rl) != 0 ||
-	    (rl.rlim_max < want.rlim_max && geteuid() != 0)) {
+	    (rl.rlim_max < 8192 && geteuid() != 0)) {
 		printf("case_nofile: needs %d fds here and a hard limit of 8192 for the broker; "
 		       "skipped\n", WAITERS + 200);
 		return;
 	}
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	broker = fork();
-	REQUIRE(broker >= 0);
-	if (broker == 0) {
-		rshare_broker *b;
-		struct rlimit now;
-		if (setrlimit(RLIMIT_NOFILE, &want) != 0 ||
-		    rshare_broker_start(path, &b) != RSHARE_OK)
-			_exit(1);
-		getrlimit(RLIMIT_NOFILE, &now);
-		c = now.rlim_cur == want.rlim_max ? 'r' : 'l'; /* raised to the hard limit */
-		(void)!write(ready[1], &c, 1);
-		for (;;)
-			pause();
-	}
-	REQUIRE(read(ready[0], &c, 1) == 1);
+	broker = fork_ready(broker_low_nofile, NULL, &c);
 	CHECK(c == 'r');
-	memcpy(m, "RSBK\1\0\2\0", 8);
-	m[8] = 12 + 6;
-	memset(m + 9, 0, 7 + 12);
-	memcpy(m + 16, &forever, 4);
-	m[24] = 6;
-	memcpy(m + 28, "n/none", 6);
+	n = raw_attach(m, "n/none", 0xffffffffu, 0);
 	for (int i = 0; i < WAITERS; i++) {
 		conns[i] = raw_connect(path);
-		REQUIRE(send(conns[i], m, 34, MSG_NOSIGNAL) == 34);
+		REQUIRE(send(conns[i], m, n, MSG_NOSIGNAL) == n);
 	}
 	pub_make(&p);
 	CHECK_OK(rshare_broker_publish(path, "n/pub", p.dev, p.payload, p.len, NULL, &sh));
@@ -485,9 +396,7 @@ static void case_nofile(void)
 	pub_free(&p);
 	for (int i = 0; i < WAITERS; i++)
 		close(conns[i]);
-	stop_child(broker);
-	close(ready[0]);
-	close(ready[1]);
+	broker_kill(broker, path);
 }
 
 /* ---- replies pipelined and never read ---- */
@@ -495,30 +404,11 @@ static void case_nofile(void)
 /* The fds a socket's queued replies carry, all read now. */
 static int queued_fds(int s)
 {
-	int total = 0;
+	int total = 0, k;
 
-	for (;;) {
-		union {
-			struct cmsghdr a;
-			char buf[CMSG_SPACE(8 * sizeof(int))];
-		} ctl;
-		unsigned char buf[1024];
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				    .msg_controllen = sizeof(ctl) };
-		ssize_t r = recvmsg(s, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-
-		if (r <= 0)
-			return total;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int)), fd;
-			for (int i = 0; i < k; i++) {
-				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				close(fd);
-			}
-			total += k;
-		}
-	}
+	while ((k = recv_close_fds(s, MSG_DONTWAIT)) >= 0)
+		total += k;
+	return total;
 }
 
 /* Its own share, 40 attaches pipelined on each of 20 connections, nothing
@@ -530,21 +420,16 @@ static void case_inflight(void)
 	unsigned char m[64];
 	rshare_share *sh;
 	struct pub p;
-	int conns[CONNS], fds = 0;
-	pid_t broker = broker_child("60000");
+	int conns[CONNS], fds = 0, n;
+	pid_t broker = broker_fork(path, "60000");
 
 	pub_make(&p);
 	REQUIRE_OK(rshare_broker_publish(path, "fl/mine", p.dev, p.payload, p.len, NULL, &sh));
-	memcpy(m, "RSBK\1\0\2\0", 8);
-	m[8] = 12 + 7;
-	memset(m + 9, 0, 7 + 12);
-	m[20] = 0xff, m[21] = 0xff; /* a payload of up to 65535 bytes */
-	m[24] = 7;
-	memcpy(m + 28, "fl/mine", 7);
+	n = raw_attach(m, "fl/mine", 0, 0xffff); /* a payload of up to 65535 bytes */
 	for (int i = 0; i < CONNS; i++) {
 		conns[i] = raw_connect(path);
 		for (int k = 0; k < PIPELINED; k++)
-			if (send(conns[i], m, 35, MSG_NOSIGNAL | MSG_DONTWAIT) != 35)
+			if (send(conns[i], m, n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 				break;
 	}
 	usleep(500000);
@@ -557,7 +442,7 @@ static void case_inflight(void)
 	CHECK(fds >= 1); /* the first attach of each was served */
 	CHECK_OK(rshare_broker_withdraw(sh));
 	pub_free(&p);
-	stop_child(broker);
+	broker_kill(broker, path);
 }
 
 /* ---- the kept connection and setuid ---- */
@@ -572,22 +457,18 @@ static int worker_after_setuid(void)
 	rshare_device *d;
 	unsigned char got[512];
 	size_t n;
+	int mlen;
 
 	if (setgid(WORKER_UID) || setuid(WORKER_UID))
 		return 100;
-	memcpy(m, "RSBK\1\0\2\0", 8);
-	m[8] = 12 + 9;
-	memset(m + 9, 0, 7 + 12);
-	m[20] = 0xff, m[21] = 0xff;
-	m[24] = 9;
-	memcpy(m + 28, "kp/secret", 9);
+	mlen = raw_attach(m, "kp/secret", 0, 0xffff);
 	for (int fd = 3; fd < 1024; fd++) {
 		struct sockaddr_un sa;
 		socklen_t len = sizeof(sa);
 		if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sun_family != AF_UNIX ||
 		    strcmp(sa.sun_path, path) != 0)
 			continue;
-		if (send(fd, m, 37, MSG_NOSIGNAL) == 37 && raw_reply_status(fd) == RSHARE_OK) {
+		if (send(fd, m, mlen, MSG_NOSIGNAL) == mlen && raw_reply_status(fd) == RSHARE_OK) {
 			fprintf(stderr, "kept: fd %d attached root's share for uid %d\n", fd,
 				(int)getuid());
 			return 1;
@@ -602,30 +483,17 @@ static int worker_after_setuid(void)
 
 /* Root's private share, published by another process (so that the only
  * broker connection this one holds is the kept one). */
-static pid_t publisher(const char *name)
+static void publish_serve(int ready, void *name)
 {
-	int ready[2];
-	char c;
-	pid_t pid;
+	rshare_share *sh;
+	struct pub p;
 
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		rshare_share *sh;
-		struct pub p;
-		pub_make(&p);
-		if (rshare_broker_publish(path, name, p.dev, p.payload, p.len, NULL, &sh))
-			_exit(1);
-		(void)!write(ready[1], "r", 1);
-		for (;;)
-			pause();
-	}
-	REQUIRE(read(ready[0], &c, 1) == 1);
-	close(ready[0]);
-	close(ready[1]);
-	return pid;
+	pub_make(&p);
+	if (rshare_broker_publish(path, name, p.dev, p.payload, p.len, NULL, &sh))
+		_exit(1);
+	(void)!write(ready, "r", 1);
+	for (;;)
+		pause();
 }
 
 static void case_kept(void)
@@ -640,8 +508,8 @@ static void case_kept(void)
 		printf("case_kept: needs root to drop to another uid; skipped\n");
 		return;
 	}
-	broker = broker_child(NULL);
-	pub = publisher("kp/secret");
+	broker = broker_fork(path, NULL);
+	pub = fork_ready(publish_serve, "kp/secret", NULL);
 	REQUIRE_OK(rshare_broker_attach(path, "kp/secret", 0, &d, got, sizeof(got), &n));
 	CHECK_OK(rshare_device_close(d)); /* the connection is kept */
 	fflush(NULL);
@@ -656,7 +524,7 @@ static void case_kept(void)
 	CHECK_OK(rshare_device_close(d));
 	kill(pub, SIGKILL);
 	waitpid(pub, NULL, 0);
-	stop_child(broker);
+	broker_kill(broker, path);
 }
 
 /* ---- endpoints in a world-writable directory ---- */
@@ -666,39 +534,22 @@ static void case_kept(void)
 
 /* The squatter binds name in the open directory and reports (exit 1) if a
  * publisher handed it an fd; or makes and locks name.lock and holds it. */
-static void squat_socket(const char *sock, int ready)
+static void squat_socket(int ready, void *arg)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct pollfd pf;
-	int l, s, got = 0;
+	int l;
 
 	if (setgid(SQUAT) || setuid(SQUAT))
 		_exit(2);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) || chmod(sock, 0666) ||
-	    listen(l, 8))
+	l = squat_listen(arg);
+	if (l < 0)
 		_exit(3);
 	(void)!write(ready, "r", 1);
-	pf = (struct pollfd){ .fd = l, .events = POLLIN };
-	if (poll(&pf, 1, 3000) == 1 && (s = accept(l, NULL, NULL)) >= 0) {
-		union {
-			struct cmsghdr a;
-			char buf[CMSG_SPACE(8 * sizeof(int))];
-		} ctl;
-		unsigned char buf[70000];
-		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				    .msg_controllen = sizeof(ctl) };
-		pf = (struct pollfd){ .fd = s, .events = POLLIN };
-		if (poll(&pf, 1, 1000) == 1 && recvmsg(s, &m, 0) > 0 && CMSG_FIRSTHDR(&m))
-			got = 1;
-	}
-	_exit(got);
+	_exit(handed_fds(l) == 1);
 }
 
-static void squat_lock(const char *sock, int ready)
+static void squat_lock(int ready, void *arg)
 {
+	const char *sock = arg;
 	char lock[160];
 	int fd;
 
@@ -711,24 +562,6 @@ static void squat_lock(const char *sock, int ready)
 	(void)!write(ready, "r", 1);
 	for (;;)
 		pause();
-}
-
-static pid_t squatter_for(void (*squat)(const char *, int), const char *sock)
-{
-	int ready[2];
-	char c;
-	pid_t pid;
-
-	REQUIRE(pipe(ready) == 0);
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		squat(sock, ready[1]);
-	REQUIRE(read(ready[0], &c, 1) == 1);
-	close(ready[0]);
-	close(ready[1]);
-	return pid;
 }
 
 /* As OWNER: exit 0 if the publish to the squatted socket was refused
@@ -778,7 +611,7 @@ static void case_endpoint(void)
 	snprintf(sock, sizeof(sock), "%s/NAME.sock", open_dir);
 	REQUIRE(mkdir(open_dir, 0777) == 0 && chmod(open_dir, 01777) == 0);
 	for (int which = 0; which < 2; which++) {
-		sq = squatter_for(which == 0 ? squat_socket : squat_lock, sock);
+		sq = fork_ready(which == 0 ? squat_socket : squat_lock, sock, NULL);
 		ow = fork();
 		REQUIRE(ow >= 0);
 		if (ow == 0)

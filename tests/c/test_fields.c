@@ -65,7 +65,8 @@ static void check_absent(const unsigned char *b, size_t len, const int *fields, 
 	}
 }
 
-static void crafted_mr_dm(void)
+/* A crafted MR blob: every field read back, the absent ones refused. */
+static void case_crafted_mr(void)
 {
 	unsigned char f[40], b[RSHARE_BLOB_MAX];
 	char json[512];
@@ -102,8 +103,22 @@ static void crafted_mr_dm(void)
 	CHECK(strstr(json, "\"kind\":\"mr\"") && strstr(json, "\"lkey\":4369") &&
 	      strstr(json, "\"rkey\":8738") && strstr(json, "\"pd_handle\":5") &&
 	      strstr(json, "\"length\":8192") && strstr(json, "\"addr\":\"0x00007f0000001000\""));
+}
 
+/* The 8 bytes of a crafted DM blob's fields: its length, 65536. */
+static void dm_fields(unsigned char *f)
+{
 	put(f, 65536, 8);
+}
+
+/* A crafted DM blob: its length, nothing of an MR's. */
+static void case_crafted_dm(void)
+{
+	unsigned char f[8], b[RSHARE_BLOB_MAX];
+	char json[512];
+	size_t len, n;
+
+	dm_fields(f);
 	len = make_blob(b, RSHARE_KIND_DM, f, 8);
 	CHECK(len == 52);
 	CHECK(field(b, len, RSHARE_FIELD_KIND) == RSHARE_KIND_DM);
@@ -114,16 +129,34 @@ static void crafted_mr_dm(void)
 					    RSHARE_FIELD_ACCESS, RSHARE_FIELD_PD_SERIAL }, 8);
 	CHECK_OK(rshare_blob_describe(b, len, json, sizeof(json), &n));
 	CHECK(strstr(json, "\"kind\":\"dm\"") && strstr(json, "\"length\":65536"));
+}
 
-	/* An MR or DM blob with a private part is refused (P is 0 for them). */
+/* An MR or DM blob with a private part is refused (P is 0 for them). */
+static void case_private_part(void)
+{
+	unsigned char f[9], b[RSHARE_BLOB_MAX];
+	size_t len;
+	int kind;
+
+	dm_fields(f);
+	f[8] = 9; /* the private byte */
 	len = make_blob(b, RSHARE_KIND_DM, f, 9);
 	put(b + 10, 1, 2);
 	put(b + len - 4, crc32c(b, len - 4), 4);
 	CHECK_ST(rshare_blob_kind(b, len, &kind), RSHARE_E_BLOB_CORRUPT);
 	CHECK_MSG("private part");
+}
 
-	/* The forward rule: an intact blob of a kind this library does not
-	 * know is BLOB_KIND, everywhere a blob is read; damaged it is CORRUPT. */
+/* The forward rule: an intact blob of a kind this library does not know is
+ * BLOB_KIND, everywhere a blob is read; damaged it is CORRUPT. */
+static void case_unknown_kind(void)
+{
+	unsigned char f[8], b[RSHARE_BLOB_MAX];
+	char json[512];
+	size_t len, n;
+	int kind;
+
+	dm_fields(f);
 	len = make_blob(b, 77, f, 8);
 	CHECK_ST(rshare_blob_kind(b, len, &kind), RSHARE_E_BLOB_KIND);
 	CHECK_MSG("kind 77 is unknown");
@@ -134,27 +167,38 @@ static void crafted_mr_dm(void)
 	CHECK_ST(rshare_blob_kind(b, len, &kind), RSHARE_E_BLOB_CORRUPT);
 }
 
-static void case_fields(void)
+/* Version: header and library agree. */
+static void case_version(void)
 {
-	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX];
-	rshare_device *dev;
-	rshare_pd *pd;
-	rshare_var *var;
-	size_t pd_len, var_len;
-	uint32_t caps = 0, h = 99, page_id, vlen;
-	uint64_t v, mmap_off;
-	void *native = (void *)&caps;
-
-	/* Version: header and library agree. */
 	CHECK(rshare_version_number() == RSHARE_VERSION_NUMBER);
 	CHECK(RSHARE_VERSION_NUMBER == RSHARE_VERSION_MAJOR * 10000 + RSHARE_VERSION_MINOR * 100 +
 					       RSHARE_VERSION_PATCH);
+}
 
+/* The cases below: sim0, a PD and a VAR. */
+static rshare_device *dev;
+static rshare_pd *pd;
+static rshare_var *var;
+
+static void setup(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
+}
 
-	/* Capabilities: sim0 has PDs and VARs, never native objects. */
+static void teardown(void)
+{
+	CHECK_OK(rshare_var_free(var));
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* Capabilities: sim0 has PDs and VARs, never native objects. */
+static void case_caps(void)
+{
+	uint32_t caps = 0;
+
 	CHECK_OK(rshare_device_caps(dev, &caps));
 	CHECK((caps & (RSHARE_CAP_PD | RSHARE_CAP_VAR)) == (RSHARE_CAP_PD | RSHARE_CAP_VAR));
 	CHECK(!(caps & RSHARE_CAP_NATIVE));
@@ -162,18 +206,30 @@ static void case_fields(void)
 				    RSHARE_CAP_BUF | RSHARE_CAP_DM_MAP)));
 	CHECK_ST(rshare_device_caps(dev, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_device_caps(NULL, &caps), RSHARE_E_INVAL);
+}
 
-	/* Native objects: UNSUPPORTED on sim0, out value untouched. */
+/* Native objects: UNSUPPORTED on sim0, out value untouched. */
+static void case_native(void)
+{
+	uint32_t caps = 0;
+	void *native = (void *)&caps;
+
 	CHECK_ST(rshare_device_native(dev, &native), RSHARE_E_UNSUPPORTED);
 	CHECK_MSG("sim0");
 	CHECK_ST(rshare_pd_native(pd, &native), RSHARE_E_UNSUPPORTED);
 	CHECK_ST(rshare_var_native(var, &native), RSHARE_E_UNSUPPORTED);
 	CHECK(native == (void *)&caps);
 	CHECK_ST(rshare_pd_native(pd, NULL), RSHARE_E_INVAL);
+}
 
-	/* Scalar fields of real PD and VAR blobs. */
-	pd_len = export_pd(pd, pd_blob);
-	var_len = export_var(var, var_blob);
+/* Scalar fields of real PD and VAR blobs. */
+static void case_real_blobs(void)
+{
+	unsigned char pd_blob[RSHARE_BLOB_MAX], var_blob[RSHARE_BLOB_MAX];
+	size_t pd_len = export_pd(pd, pd_blob), var_len = export_var(var, var_blob);
+	uint32_t h = 99, page_id, vlen;
+	uint64_t v, mmap_off;
+
 	CHECK_OK(rshare_pd_handle(pd, &h));
 	CHECK(field(pd_blob, pd_len, RSHARE_FIELD_HANDLE) == h);
 	CHECK(field(pd_blob, pd_len, RSHARE_FIELD_KIND) == RSHARE_KIND_PD);
@@ -191,9 +247,16 @@ static void case_fields(void)
 	CHECK(field(var_blob, var_len, RSHARE_FIELD_LENGTH) == vlen);
 	CHECK(field(var_blob, var_len, RSHARE_FIELD_MMAP_OFF) == mmap_off);
 	check_absent(var_blob, var_len, (const int[]){ RSHARE_FIELD_PD_HANDLE, RSHARE_FIELD_RKEY }, 2);
+}
 
-	/* Misuse. */
-	v = 77;
+/* Misuse: bad field numbers and arguments; nothing written on failure. */
+static void case_misuse(void)
+{
+	unsigned char pd_blob[RSHARE_BLOB_MAX];
+	size_t pd_len = export_pd(pd, pd_blob);
+	uint32_t h = 99;
+	uint64_t v = 77;
+
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, 0, &v), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_MEM_INO + 1, &v), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, -1, &v), RSHARE_E_INVAL);
@@ -204,19 +267,27 @@ static void case_fields(void)
 	CHECK(v == 77);
 	CHECK_ST(rshare_var_handle(var, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_var_handle((rshare_var *)pd, &h), RSHARE_E_STALE);
+}
 
-	crafted_mr_dm();
+/* A freed VAR and a closed device are stale for the 1.1 calls. */
+static void case_stale(void)
+{
+	rshare_device *gone;
+	rshare_var *freed;
+	uint32_t caps = 0, h = 99;
+	void *native = (void *)&caps;
 
-	CHECK_OK(rshare_var_free(var));
-	CHECK_ST(rshare_var_handle(var, &h), RSHARE_E_STALE);
-	CHECK_ST(rshare_var_native(var, &native), RSHARE_E_STALE);
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
-	CHECK_ST(rshare_device_caps(dev, &caps), RSHARE_E_STALE);
+	REQUIRE_OK(rshare_var_alloc(dev, 0, &freed));
+	CHECK_OK(rshare_var_free(freed));
+	CHECK_ST(rshare_var_handle(freed, &h), RSHARE_E_STALE);
+	CHECK_ST(rshare_var_native(freed, &native), RSHARE_E_STALE);
+	REQUIRE_OK(rshare_device_open("sim0", &gone));
+	CHECK_OK(rshare_device_close(gone));
+	CHECK_ST(rshare_device_caps(gone, &caps), RSHARE_E_STALE);
 }
 
 #define T_PROGRAM_test_fields ~, 1
 static const struct t_case t_cases[] = {
 #include "c_cases.def"
 };
-T_MAIN(NULL, NULL)
+T_MAIN(setup, teardown)

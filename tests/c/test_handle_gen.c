@@ -15,26 +15,50 @@
 #define TOK_INDEX(h) ((uint32_t)(uintptr_t)(h) & 0x0fffffffu)
 #define TOK_GEN(h) ((uint32_t)((uintptr_t)(h) >> 32))
 
-static void case_generation_wrap(void)
+static rshare_device *dev;
+
+static void setup(void)
 {
-	rshare_device *dev;
-	rshare_pd *first, *pd, *last;
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+}
+
+static void teardown(void)
+{
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* A PD allocated and freed: its handle, now stale. */
+static rshare_pd *freed_pd(void)
+{
+	rshare_pd *first;
 	uint32_t handle = 7;
 
-	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_pd_alloc(dev, &first));
 	CHECK_OK(rshare_pd_free(first));
 	CHECK_ST(rshare_pd_handle(first, &handle), RSHARE_E_STALE);
+	return first;
+}
 
-	/* An ordinary reuse of the slot: same index, next generation. */
+/* An ordinary reuse of the slot: same index, next generation. */
+static void case_next_generation(void)
+{
+	rshare_pd *first = freed_pd(), *pd;
+
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	CHECK(TOK_INDEX(pd) == TOK_INDEX(first));
 	CHECK(TOK_GEN(pd) == TOK_GEN(first) + 1);
 	CHECK_OK(rshare_pd_free(pd));
+}
+
+/* A slot out of generations is retired, not wrapped. */
+static void case_retired(void)
+{
+	rshare_pd *first = freed_pd(), *pd, *last;
+	uint32_t handle = 7;
 
 	/* Bring the free slot to two generations before the top, as if it
 	 * had been reused 2^32 - 3 times, and use it up. */
-	REQUIRE(rs_test_slot_set_gen(pd, RS_OBJ_PD, UINT32_MAX - 1) == RSHARE_OK);
+	REQUIRE(rs_test_slot_set_gen(first, RS_OBJ_PD, UINT32_MAX - 1) == RSHARE_OK);
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	CHECK(TOK_INDEX(pd) == TOK_INDEX(first) && TOK_GEN(pd) == UINT32_MAX - 1);
 	CHECK_OK(rshare_pd_handle(pd, &handle));
@@ -58,16 +82,20 @@ static void case_generation_wrap(void)
 	CHECK_ST(rshare_pd_free(first), RSHARE_E_STALE);
 	CHECK_ST(rshare_pd_unimport(last), RSHARE_E_STALE);
 	CHECK_MSG("not live");
+}
 
-	/* The hook refuses a live slot. */
+/* The hook refuses a live slot. */
+static void case_hook_refuses_live(void)
+{
+	rshare_pd *pd;
+
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	CHECK(rs_test_slot_set_gen(pd, RS_OBJ_PD, 5) == RSHARE_E_INVAL);
 	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
 }
 
 #define T_PROGRAM_test_handle_gen ~, 1
 static const struct t_case t_cases[] = {
 #include "c_cases.def"
 };
-T_MAIN(NULL, NULL)
+T_MAIN(setup, teardown)

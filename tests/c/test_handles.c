@@ -50,29 +50,56 @@ static void all_calls(rshare_device *dev, rshare_pd *pd, rshare_var *var, int wa
 	}
 }
 
-static void case_handles(void)
-{
-	rshare_device *dev, *dev2;
-	rshare_pd *pd, *old_pd, *pds[300];
-	rshare_var *var, *old_var;
-	uint32_t h;
+/* Every case but null: sim0. */
+static rshare_device *dev;
 
+static void setup(void)
+{
+	REQUIRE_OK(rshare_device_open("sim0", &dev));
+}
+
+static void teardown(void)
+{
+	CHECK_OK(rshare_device_close(dev));
+	CHECK_ST(rshare_device_close(dev), RSHARE_E_STALE);
+}
+
+/* A PD and a VAR, freed and unimported: their handles, now dead. */
+static void dead_pair(rshare_pd **old_pd, rshare_var **old_var)
+{
+	REQUIRE_OK(rshare_pd_alloc(dev, old_pd));
+	REQUIRE_OK(rshare_var_alloc(dev, 0, old_var));
+	CHECK_OK(rshare_pd_free(*old_pd));
+	CHECK_OK(rshare_var_unimport(*old_var));
+}
+
+/* NULL handles: INVAL for every call, saying NULL. */
+static void case_null(void)
+{
 	all_calls(NULL, NULL, NULL, RSHARE_E_INVAL);
 	CHECK(strstr(rshare_last_error(), "NULL") != NULL);
+}
 
-	REQUIRE_OK(rshare_device_open("sim0", &dev));
-	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
-	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
-	old_pd = pd;
-	old_var = var;
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_var_unimport(var));
-	/* Freed and unimported handles are stale for every call. */
+/* Freed and unimported handles are stale for every call. */
+static void case_freed(void)
+{
+	rshare_pd *old_pd;
+	rshare_var *old_var;
+
+	dead_pair(&old_pd, &old_var);
 	all_calls(NULL, old_pd, old_var, RSHARE_E_STALE);
 	CHECK(strstr(rshare_last_error(), "not live") != NULL);
+}
 
-	/* Heavy reuse: the slots of the old handles are recycled many times,
-	 * the old handles stay stale and never alias a new object. */
+/* Heavy reuse: the slots of the old handles are recycled many times, the
+ * old handles stay stale and never alias a new object. */
+static void case_reuse(void)
+{
+	rshare_pd *old_pd, *pds[300];
+	rshare_var *old_var;
+	uint32_t h;
+
+	dead_pair(&old_pd, &old_var);
 	for (int round = 0; round < 200; round++) {
 		/* Odd rounds free; even ones unimport on a throw-away table. */
 		rshare_device *on = dev;
@@ -90,8 +117,15 @@ static void case_handles(void)
 	all_calls(NULL, old_pd, old_var, RSHARE_E_STALE);
 	for (int i = 0; i < 300; i++)
 		CHECK_ST(rshare_pd_handle(pds[i], &h), RSHARE_E_STALE);
+}
 
-	/* A handle of another kind, or a made-up value, is not live either. */
+/* A handle of another kind, or a made-up value, is not live either. */
+static void case_wrong_kind(void)
+{
+	rshare_pd *pd;
+	rshare_var *var;
+	uint32_t h;
+
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	REQUIRE_OK(rshare_var_alloc(dev, 0, &var));
 	all_calls(NULL, (rshare_pd *)var, (rshare_var *)pd, RSHARE_E_STALE);
@@ -103,18 +137,21 @@ static void case_handles(void)
 	CHECK_OK(rshare_pd_handle(pd, &h));
 	CHECK_OK(rshare_var_unimport(var));
 	CHECK_OK(rshare_pd_free(pd));
+}
 
-	/* A closed device is stale; a new device never reuses its handle value
-	 * as a live one for the old token. */
+/* A closed device is stale; a new device never reuses its handle value as
+ * a live one for the old token (the set-up's device stays open). */
+static void case_closed_device(void)
+{
+	rshare_device *dev2;
+
 	REQUIRE_OK(rshare_device_open("sim0", &dev2));
 	CHECK_OK(rshare_device_close(dev2));
 	all_calls(dev2, NULL, NULL, RSHARE_E_STALE);
-	CHECK_OK(rshare_device_close(dev));
-	CHECK_ST(rshare_device_close(dev), RSHARE_E_STALE);
 }
 
 #define T_PROGRAM_test_handles ~, 1
 static const struct t_case t_cases[] = {
 #include "c_cases.def"
 };
-T_MAIN(NULL, NULL)
+T_MAIN(setup, teardown)

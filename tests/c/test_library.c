@@ -13,7 +13,20 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
-static void case_library(void)
+/* The version: header, library and enum agree. */
+static void case_version(void)
+{
+	CHECK(strcmp(rshare_version(), "1.2.0") == 0);
+	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 2 && RSHARE_VERSION_PATCH == 0);
+	/* The header's number and the library's agree (the SQLite-style check a
+	 * program makes at start-up), and the enum member mirrors the macro. */
+	CHECK(RSHARE_VERSION_NUMBER == 10200);
+	CHECK(rshare_version_number() == RSHARE_VERSION_NUMBER);
+	CHECK(RSHARE_HEADER_VERSION == RSHARE_VERSION_NUMBER);
+}
+
+/* The status table: frozen names and codes, texts, unknown values. */
+static void case_statuses(void)
 {
 	static const struct { int code; const char *name; } frozen[] = {
 		{ 0, "RSHARE_OK" }, { -1, "RSHARE_E_INVAL" }, { -2, "RSHARE_E_NOMEM" },
@@ -24,16 +37,6 @@ static void case_library(void)
 		{ -12, "RSHARE_E_NOT_FOUND" }, { -13, "RSHARE_E_PERM" }, { -14, "RSHARE_E_IO" },
 		{ -15, "RSHARE_E_PROTOCOL" }, { -16, "RSHARE_E_AGAIN" },
 	};
-	pthread_t th;
-	size_t n;
-
-	CHECK(strcmp(rshare_version(), "1.2.0") == 0);
-	CHECK(RSHARE_VERSION_MAJOR == 1 && RSHARE_VERSION_MINOR == 2 && RSHARE_VERSION_PATCH == 0);
-	/* The header's number and the library's agree (the SQLite-style check a
-	 * program makes at start-up), and the enum member mirrors the macro. */
-	CHECK(RSHARE_VERSION_NUMBER == 10200);
-	CHECK(rshare_version_number() == RSHARE_VERSION_NUMBER);
-	CHECK(RSHARE_HEADER_VERSION == RSHARE_VERSION_NUMBER);
 
 	for (size_t i = 0; i < sizeof(frozen) / sizeof(frozen[0]); i++) {
 		CHECK(strcmp(rshare_status_name(frozen[i].code), frozen[i].name) == 0);
@@ -54,6 +57,15 @@ static void case_library(void)
 	for (int a = 0; a >= -16; a--)
 		for (int b = a - 1; b >= -16; b--)
 			CHECK(strcmp(rshare_strerror(a), rshare_strerror(b)) != 0);
+}
+
+/* The last error: empty until a call fails, then naming the function, the
+ * cause and an OS failure's errno; success does not clear it (as errno).
+ * The cases before this one fail no call. */
+static void case_last_error(void)
+{
+	rshare_device *dev;
+	size_t n;
 
 	CHECK(strcmp(rshare_last_error(), "") == 0);
 	CHECK_ST(rshare_devices_count(NULL), RSHARE_E_INVAL);
@@ -63,18 +75,24 @@ static void case_library(void)
 	CHECK(rshare_last_errno() == 0);
 
 	/* An OS failure keeps its errno: dup of a closed fd. */
-	{
-		rshare_device *dev;
-		CHECK_ST(rshare_device_import(1000, &dev), RSHARE_E_INVAL);
-		CHECK(rshare_last_errno() == 9 /* EBADF */);
-		CHECK(strstr(rshare_last_error(), "Bad file descriptor") != NULL);
-	}
+	CHECK_ST(rshare_device_import(1000, &dev), RSHARE_E_INVAL);
+	CHECK(rshare_last_errno() == 9 /* EBADF */);
+	CHECK(strstr(rshare_last_error(), "Bad file descriptor") != NULL);
 	/* Success does not clear the last failure (as errno). */
 	CHECK_OK(rshare_devices_count(&n));
 	CHECK(strstr(rshare_last_error(), "rshare_device_import") != NULL);
+}
 
-	pthread_create(&th, NULL, other_thread, NULL);
+/* Diagnostics are per thread: a fresh thread has none of this one's. */
+static void case_thread_local(void)
+{
+	pthread_t th;
+	rshare_device *dev;
+
+	CHECK_ST(rshare_device_import(1000, &dev), RSHARE_E_INVAL);
+	REQUIRE(pthread_create(&th, NULL, other_thread, NULL) == 0);
 	pthread_join(th, NULL);
+	CHECK(rshare_last_errno() == 9 /* EBADF */);
 }
 
 #define T_PROGRAM_test_library ~, 1

@@ -8,9 +8,11 @@
  * The parent registers an MR, sends its blob (and what it says) to a child,
  * waits until the child has begun importing it in a loop, then deregisters
  * it and registers the next MR, with other attributes, in the same handle.
- * The child imports the old blob until the table says NOT_FOUND. The child
- * adopts the device afresh each round, so its first lookups read the table
- * by pread and the later ones through its mapping: both paths race.
+ * The child imports the old blob until the table says NOT_FOUND. In case
+ * lookup_race the child adopts the device afresh each round, so its first
+ * lookups read the table by pread and the later ones through its mapping:
+ * both paths race; in lookup_race_mapped it keeps one context, so nearly
+ * every lookup goes through the mapping.
  */
 #include <stdint.h>
 #include <string.h>
@@ -73,12 +75,11 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* One round in the child: import the old MR's blob until it is gone.
- * Returns the number of failed expectations. */
-static int child_round(int fd, const unsigned char *pdb, size_t pdl, const struct round_msg *r,
-		       int sock, unsigned long *oks)
+/* One round in the child: import the old MR's blob until it is gone,
+ * through the context dev. Returns the number of failed expectations. */
+static int child_round(rshare_device *dev, const unsigned char *pdb, size_t pdl,
+		       const struct round_msg *r, int sock, unsigned long *oks)
 {
-	rshare_device *dev;
 	rshare_pd *pd;
 	rshare_mr *mr;
 	uint64_t addr, length;
@@ -86,8 +87,8 @@ static int child_round(int fd, const unsigned char *pdb, size_t pdl, const struc
 	int bad = 0, status = RSHARE_OK;
 	double give_up = now() + GIVE_UP_SECONDS;
 
-	if (rshare_device_import(fd, &dev) || rshare_pd_import(dev, pdb, pdl, &pd)) {
-		fprintf(stderr, "child: cannot adopt the device: %s\n", rshare_last_error());
+	if (rshare_pd_import(dev, pdb, pdl, &pd)) {
+		fprintf(stderr, "child: cannot import the PD: %s\n", rshare_last_error());
 		return 1;
 	}
 	for (long i = 0; (i & 1023) || now() < give_up; i++) {
@@ -111,27 +112,51 @@ static int child_round(int fd, const unsigned char *pdb, size_t pdl, const struc
 		bad++;
 	}
 	bad += rshare_pd_unimport(pd) != RSHARE_OK;
-	bad += rshare_device_close(dev) != RSHARE_OK;
 	return bad;
 }
 
-static int child_main(int sock)
+/* A context of the table fd, or NULL (said why). */
+static rshare_device *adopt(int fd)
+{
+	rshare_device *dev;
+
+	if (rshare_device_import(fd, &dev)) {
+		fprintf(stderr, "child: cannot adopt the device: %s\n", rshare_last_error());
+		return NULL;
+	}
+	return dev;
+}
+
+/* fresh: a new context each round (its first lookups by pread, the later
+ * ones through the mapping); else one context for every round, mapped
+ * after its first few lookups. */
+static int child_main(int sock, int fresh)
 {
 	unsigned char pdb[RSHARE_BLOB_MAX];
 	struct round_msg r;
 	unsigned long rounds = 0, oks = 0;
 	int bad = 0, fd = recv_fd(sock, pdb, sizeof(pdb));
+	rshare_device *kept = NULL, *dev;
 	ssize_t n;
 	size_t pdl;
 
 	if (fd < 0 || read(sock, &pdl, sizeof(pdl)) != (ssize_t)sizeof(pdl))
 		return 100;
+	if (!fresh && !(kept = adopt(fd)))
+		return 1;
 	while ((n = read(sock, &r, sizeof(r))) == (ssize_t)sizeof(r)) {
-		bad += child_round(fd, pdb, pdl, &r, sock, &oks);
+		dev = kept ? kept : adopt(fd);
+		if (!dev)
+			return 1;
+		bad += child_round(dev, pdb, pdl, &r, sock, &oks);
+		if (!kept)
+			bad += rshare_device_close(dev) != RSHARE_OK;
 		rounds++;
 		if (bad)
 			break;
 	}
+	if (kept)
+		bad += rshare_device_close(kept) != RSHARE_OK;
 	fprintf(stderr, "child: %lu rounds, %lu imports of a live MR\n", rounds, oks);
 	if (oks == 0)
 		bad++; /* the race never had a live side */
@@ -139,7 +164,7 @@ static int child_main(int sock)
 	return bad > 99 ? 99 : bad;
 }
 
-static void case_lookup_race(void)
+static void lookup_race(int fresh)
 {
 	static char mem[64 * 1024];
 	unsigned char pdb[RSHARE_BLOB_MAX];
@@ -159,7 +184,7 @@ static void case_lookup_race(void)
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
 		close(sv[0]);
-		_exit(child_main(sv[1]));
+		_exit(child_main(sv[1], fresh));
 	}
 	close(sv[1]);
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
@@ -203,6 +228,18 @@ static void case_lookup_race(void)
 	close(sv[0]);
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(dev));
+}
+
+/* The child adopts the table afresh each round: pread and mapped lookups. */
+static void case_lookup_race(void)
+{
+	lookup_race(1);
+}
+
+/* The child keeps one context: its lookups go through the mapping. */
+static void case_lookup_race_mapped(void)
+{
+	lookup_race(0);
 }
 
 #define T_PROGRAM_test_sim_race ~, 1

@@ -27,27 +27,54 @@ static uint64_t table_id(int fd)
 	return id;
 }
 
-static void case_registry(void)
-{
-	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_device *dev, *other, *again;
-	rshare_pd *pd, *imp;
-	struct sim_map *fake, *same;
-	size_t len;
-	int fd, fds_before;
+/* Every case: sim0 (its fd), a PD and its blob. */
+static unsigned char blob[RSHARE_BLOB_MAX];
+static rshare_device *dev;
+static rshare_pd *pd;
+static size_t len;
+static int fd;
 
+static void setup(void)
+{
 	REQUIRE_OK(rshare_device_open("sim0", &dev));
 	REQUIRE_OK(rshare_device_fd(dev, &fd));
 	REQUIRE_OK(rshare_pd_alloc(dev, &pd));
 	len = export_pd(pd, blob);
+}
 
-	/* Without a collision, a second context of the table shares it. */
+static void teardown(void)
+{
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(dev));
+}
+
+/* A second context of the table, made from fd, imports the PD. */
+static void adopt_again(void)
+{
+	rshare_device *again;
+	rshare_pd *imp;
+
 	REQUIRE_OK(rshare_device_import(fd, &again));
 	CHECK_OK(rshare_pd_import(again, blob, len, &imp));
 	CHECK_OK(rshare_pd_unimport(imp));
 	CHECK_OK(rshare_device_close(again));
+}
 
-	/* Another table's entry on this table's inode: refused, nothing made. */
+/* Without a collision, a second context of the table shares it. */
+static void case_no_collision(void)
+{
+	adopt_again();
+}
+
+/* Another table's entry on this table's inode: refused, nothing made; the
+ * context adopted before keeps its view; adopted again once it is gone. */
+static void case_collision(void)
+{
+	rshare_device *other;
+	struct sim_map *fake;
+	rshare_pd *imp;
+	int fds_before;
+
 	REQUIRE(sim_test_map_inject(fd, table_id(fd) ^ 0x5a5a5a5a5a5a5a5aull, &fake) ==
 		RSHARE_OK);
 	fds_before = count_fds();
@@ -63,23 +90,23 @@ static void case_registry(void)
 	sim_map_put(fake);
 
 	/* The colliding table gone, the table is adopted again. */
-	CHECK_OK(rshare_device_import(fd, &again));
-	CHECK_OK(rshare_pd_import(again, blob, len, &imp));
-	CHECK_OK(rshare_pd_unimport(imp));
-	CHECK_OK(rshare_device_close(again));
+	adopt_again();
+}
 
-	/* An entry of the same id is the same table: shared, not refused. */
+/* An entry of the same id is the same table: shared, not refused. */
+static void case_same_id(void)
+{
+	rshare_device *again;
+	struct sim_map *same;
+
 	REQUIRE(sim_test_map_inject(fd, table_id(fd), &same) == RSHARE_OK);
 	CHECK_OK(rshare_device_import(fd, &again));
 	CHECK_OK(rshare_device_close(again));
 	sim_map_put(same);
-
-	CHECK_OK(rshare_pd_free(pd));
-	CHECK_OK(rshare_device_close(dev));
 }
 
 #define T_PROGRAM_test_sim_registry ~, 1
 static const struct t_case t_cases[] = {
 #include "c_cases.def"
 };
-T_MAIN(NULL, NULL)
+T_MAIN(setup, teardown)

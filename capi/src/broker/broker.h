@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The broker's internals: where its socket lives (endpoint.c), the serving
- * loop (server.c), shared by the embedded broker (embedded.c) and, through
+ * loop (server.c) and its policy (policy.h), shared by the embedded broker (embedded.c) and, through
  * it, `rshare serve`. The client calls are in client.c.
  */
 #ifndef RSHARE_BROKER_BROKER_H

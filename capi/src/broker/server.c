@@ -18,6 +18,9 @@
  * that published it; when that connection ends (the publisher exited or was
  * killed: the kernel closes its socket and poll() reports it at once) its
  * shares are withdrawn, except persistent ones.
+ *
+ * Who may do what (the peer's credentials, attach and withdraw rights, the
+ * per-user limits) is policy.c's to decide; this file asks it.
  */
 #include "broker.h"
 
@@ -39,6 +42,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "policy.h"
 #include "proto.h"
 #include "rshare/rshare.h"
 #include "util/error.h"
@@ -49,8 +53,6 @@
 #define BUCKETS 1024
 #define MAX_CONNS 4096     /* at most; fewer when the fd limit is lower (conn_limit) */
 #define FD_RESERVE 64      /* fds kept for everything but connections */
-#define MAX_CONNS_OTHER 256 /* per uid, for uids other than root and the broker's */
-#define MAX_SHARES_OTHER 256 /* the same for shares, persistent ones included */
 #define MAX_SHARES 65536
 #define MAX_PAYLOAD_BYTES (256u << 20) /* all shares' payloads together */
 #define MAX_FDS RS_SCM_MAX_FD /* room for every fd a request can carry */
@@ -70,11 +72,9 @@ struct share {
 	uint8_t *payload;
 	uint32_t len;
 	char blobs[96];          /* JSON: the payload's blob kinds, or null */
-	uid_t owner_uid;
+	struct rsb_acl acl;      /* its owner and who else may attach */
 	pid_t owner_pid;
 	bool persistent;
-	uint32_t n_uids, n_gids;
-	uint32_t uids[RSHARE_SHARE_IDS_MAX], gids[RSHARE_SHARE_IDS_MAX];
 	uint64_t attaches;
 	time_t created;
 	struct conn *publisher;  /* NULL once a persistent share's publisher left */
@@ -83,11 +83,7 @@ struct share {
 struct conn {
 	int fd;
 	bool dead;
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
-	gid_t *groups;           /* supplementary groups at connect time */
-	int ngroups;
+	struct rsb_peer peer;    /* who is at the other end (policy.c) */
 	int nshares;             /* shares this connection published */
 	uint64_t idle_deadline;  /* ms; 0 while it publishes or waits */
 	bool waiting;            /* an attach waits for its name */
@@ -238,25 +234,6 @@ static void send_error(struct conn *c, uint8_t type, int status, const char *fmt
 		 (size_t)n < RSB_TEXT_MAX ? (size_t)n : RSB_TEXT_MAX, NULL, 0);
 }
 
-/* ---- policy ---- */
-
-static bool allowed(const struct share *sh, const struct conn *c)
-{
-	if (c->uid == 0 || c->uid == sh->owner_uid)
-		return true;
-	for (uint32_t i = 0; i < sh->n_uids; i++)
-		if (sh->uids[i] == c->uid)
-			return true;
-	for (uint32_t i = 0; i < sh->n_gids; i++) {
-		if (sh->gids[i] == c->gid)
-			return true;
-		for (int g = 0; g < c->ngroups; g++)
-			if (sh->gids[i] == c->groups[g])
-				return true;
-	}
-	return false;
-}
-
 /* Hand sh to the attacher c (with_fds: it takes extra fds), or say why not. */
 static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool with_fds)
 {
@@ -264,14 +241,14 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool wi
 	uint8_t need[4];
 
 	c->waiting = false;
-	if (!allowed(sh, c)) {
+	if (!rsb_may_attach(&sh->acl, &c->peer)) {
 		logf_("refused attach to \"%s\" (owner uid %u) by uid %u gid %u pid %d: "
 		      "not the owner, not root, not listed",
-		      sh->name, (unsigned)sh->owner_uid, (unsigned)c->uid, (unsigned)c->gid,
-		      (int)c->pid);
+		      sh->name, (unsigned)sh->acl.owner_uid, (unsigned)c->peer.uid,
+		      (unsigned)c->peer.gid, (int)c->peer.pid);
 		send_error(c, RSB_ATTACH, RSHARE_E_PERM,
 			   "uid %u may not attach to share \"%s\" (owner uid %u; not listed)",
-			   (unsigned)c->uid, sh->name, (unsigned)sh->owner_uid);
+			   (unsigned)c->peer.uid, sh->name, (unsigned)sh->acl.owner_uid);
 		return;
 	}
 	if (sh->len > cap) {
@@ -325,21 +302,14 @@ not_blobs:
 	strcpy(out, "null");
 }
 
-/* Root and the broker's own user are trusted with its limits; others get
- * a share of them (persistent shares outlive their publisher: one user
- * could otherwise fill the broker's fds for good). */
-static bool other_user(uid_t uid)
-{
-	return uid != 0 && uid != geteuid();
-}
-
+/* The shares uid owns (for its limit, rsb_limited). */
 static int shares_of(const struct rsb_server *s, uid_t uid)
 {
 	int n = 0;
 
 	for (size_t b = 0; b < BUCKETS; b++)
 		for (const struct share *sh = s->buckets[b]; sh; sh = sh->next)
-			n += sh->owner_uid == uid;
+			n += sh->acl.owner_uid == uid;
 	return n;
 }
 
@@ -378,12 +348,12 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	if (*slot) {
 		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY,
 			   "share \"%s\" is already published by uid %u pid %d", r->name,
-			   (unsigned)(*slot)->owner_uid, (int)(*slot)->owner_pid);
+			   (unsigned)(*slot)->acl.owner_uid, (int)(*slot)->owner_pid);
 		return;
 	}
-	if (other_user(c->uid) && shares_of(s, c->uid) >= MAX_SHARES_OTHER) {
+	if (rsb_limited(&c->peer) && shares_of(s, c->peer.uid) >= RSB_SHARES_OTHER) {
 		send_error(c, RSB_PUBLISH, RSHARE_E_BUSY, "uid %u holds %d shares, its limit",
-			   (unsigned)c->uid, MAX_SHARES_OTHER);
+			   (unsigned)c->peer.uid, RSB_SHARES_OTHER);
 		return;
 	}
 	if (s->nshares >= MAX_SHARES ||
@@ -433,13 +403,9 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	if (r->payload_len)
 		memcpy(sh->payload, r->payload, r->payload_len);
 	sh->len = r->payload_len;
-	sh->owner_uid = c->uid;
-	sh->owner_pid = c->pid;
+	rsb_acl_init(&sh->acl, &c->peer, r);
+	sh->owner_pid = c->peer.pid;
 	sh->persistent = r->flags & RSB_PUB_PERSISTENT;
-	sh->n_uids = r->n_uids;
-	sh->n_gids = r->n_gids;
-	memcpy(sh->uids, r->uids, sizeof(sh->uids));
-	memcpy(sh->gids, r->gids, sizeof(sh->gids));
 	sh->created = time(NULL);
 	sh->publisher = c;
 	describe_blobs(sh);
@@ -491,12 +457,12 @@ static void do_withdraw(struct rsb_server *s, struct conn *c, const struct rsb_r
 			   (r->flags & RSB_WD_OWN) ? " published by this connection" : "");
 		return;
 	}
-	if (sh->publisher != c && c->uid != 0 && c->uid != sh->owner_uid) {
+	if (sh->publisher != c && !rsb_may_withdraw(&sh->acl, &c->peer)) {
 		logf_("refused withdrawal of \"%s\" (owner uid %u) by uid %u pid %d", sh->name,
-		      (unsigned)sh->owner_uid, (unsigned)c->uid, (int)c->pid);
+		      (unsigned)sh->acl.owner_uid, (unsigned)c->peer.uid, (int)c->peer.pid);
 		send_error(c, RSB_WITHDRAW, RSHARE_E_PERM,
-			   "uid %u may not withdraw share \"%s\" (owner uid %u)", (unsigned)c->uid,
-			   sh->name, (unsigned)sh->owner_uid);
+			   "uid %u may not withdraw share \"%s\" (owner uid %u)",
+			   (unsigned)c->peer.uid, sh->name, (unsigned)sh->acl.owner_uid);
 		return;
 	}
 	drop_share(s, slot);
@@ -514,7 +480,7 @@ static size_t list_entry(char *out, size_t room, const struct share *sh, bool fi
 	int n = snprintf(out, room,
 			 "%s{\"name\":\"%s\",\"owner_uid\":%u,\"owner_pid\":%d,\"persistent\":%s,"
 			 "\"payload_size\":%u,\"blobs\":%s,\"attaches\":%llu,\"created\":%lld}",
-			 first ? "" : ",", sh->name, (unsigned)sh->owner_uid, (int)sh->owner_pid,
+			 first ? "" : ",", sh->name, (unsigned)sh->acl.owner_uid, (int)sh->owner_pid,
 			 sh->persistent ? "true" : "false", sh->len, sh->blobs,
 			 (unsigned long long)sh->attaches, (long long)sh->created);
 
@@ -617,8 +583,8 @@ static void do_waiting(struct rsb_server *s, struct conn *c)
 	for (size_t i = 0; i < live; i++)
 		len += (size_t)snprintf(buf + len, ENTRY_MAX,
 					"%s{\"name\":\"%s\",\"uid\":%u,\"pid\":%d,\"waited_ms\":%llu}",
-					i ? "," : "", all[i]->wait_name, (unsigned)all[i]->uid,
-					(int)all[i]->pid,
+					i ? "," : "", all[i]->wait_name, (unsigned)all[i]->peer.uid,
+					(int)all[i]->peer.pid,
 					(unsigned long long)(now - all[i]->wait_since));
 	buf[len++] = ']';
 	for (size_t off = 0; off < len && !c->dead; off += RSB_CHUNK) {
@@ -717,41 +683,16 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 
 /* ---- connections ---- */
 
-static void read_creds(struct conn *c)
-{
-	struct ucred cr;
-	socklen_t n = sizeof(cr);
-
-	c->uid = (uid_t)-1;
-	c->gid = (gid_t)-1;
-	c->pid = 0;
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0) {
-		c->uid = cr.uid;
-		c->gid = cr.gid;
-		c->pid = cr.pid;
-	}
-	/* The peer's supplementary groups as they were at connect time. */
-	n = 0;
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &n) < 0 && errno == ERANGE && n) {
-		c->groups = malloc(n);
-		if (c->groups &&
-		    getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &n) == 0)
-			c->ngroups = (int)(n / sizeof(gid_t));
-	}
-}
-
-/* Another user (not root, not the broker's) may hold only so many
- * connections: waiting attachers are never timed out, and one user filling
- * the table (or the broker's fds) would lock everyone else out. */
+/* Does c's user hold more connections than its limit (rsb_limited)? */
 static bool over_quota(const struct rsb_server *s, const struct conn *c)
 {
 	int n = 0;
 
-	if (!other_user(c->uid))
+	if (!rsb_limited(&c->peer))
 		return false;
 	for (size_t i = 0; i < s->nconns; i++)
-		n += s->conns[i]->uid == c->uid && !s->conns[i]->dead;
-	return n > MAX_CONNS_OTHER;
+		n += s->conns[i]->peer.uid == c->peer.uid && !s->conns[i]->dead;
+	return n > RSB_CONNS_OTHER;
 }
 
 static void accept_all(struct rsb_server *s)
@@ -774,13 +715,13 @@ static void accept_all(struct rsb_server *s)
 			continue;
 		}
 		c->fd = fd;
-		read_creds(c);
+		rsb_peer_read(fd, &c->peer);
 		c->idle_deadline = now_ms() + s->idle_ms;
 		s->conns[s->nconns++] = c;
 		if (over_quota(s, c)) {
 			send_error(c, 0, RSHARE_E_BUSY,
 				   "uid %u holds %d connections to the broker, its limit",
-				   (unsigned)c->uid, MAX_CONNS_OTHER);
+				   (unsigned)c->peer.uid, RSB_CONNS_OTHER);
 			c->dead = true;
 			continue;
 		}
@@ -811,7 +752,7 @@ static void close_conn(struct rsb_server *s, struct conn *c)
 	 * closed off this thread first: nothing is released here, and the
 	 * client is not reset before it reads our last reply. */
 	rs_close_socket_untrusted(c->fd);
-	free(c->groups);
+	rsb_peer_free(&c->peer);
 	free(c);
 }
 

@@ -30,6 +30,11 @@
  * reopens the memfd (its own description) before it touches the word, and
  * without waiting on a lease (O_NONBLOCK): a peer's write lease then costs
  * retries within the bound, never a wait with the table locked.
+ *
+ * Dependencies go one way: this file calls the table code (sim_repair) and
+ * the mapping (sim_map.c) and the pages (sim_pages_ready); none of them
+ * calls back into the lock (the liveness byte's offset is a layout fact in
+ * sim_table.h), so the lock can be read, and changed, on its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +55,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -83,11 +87,6 @@ unsigned sim_lock_bound_ms(void)
 {
 	pthread_once(&bound_once, read_bound);
 	return bound_ms;
-}
-
-off_t sim_live_offset(uint64_t v)
-{
-	return (off_t)(SIM_LIVE_BASE + (v & SIM_LIVE_MASK));
 }
 
 /* May the holder recorded in v still hold the lock? Only if a description
@@ -162,29 +161,6 @@ static int lock_slow(struct sim_map *m, uint64_t deadline)
 		syscall(SYS_futex, futex_word(t), FUTEX_WAIT, (uint32_t)v, &nap, NULL, 0);
 		__atomic_fetch_sub(&t->s.waiters, 1, __ATOMIC_RELAXED);
 	}
-}
-
-/* With m->local held. Published with a release store: sim_lookup reads
- * m->t without the mutex. */
-static int map_table(struct sim_map *m, int fd)
-{
-	void *p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-	if (p == MAP_FAILED)
-		return rs_fail(RSHARE_E_IO, errno, "cannot map the simulated object table");
-	__atomic_store_n(&m->t, (struct sim_table *)p, __ATOMIC_RELEASE);
-	return RSHARE_OK;
-}
-
-int sim_map_table(struct sim_map *m, int fd)
-{
-	int status = RSHARE_OK;
-
-	pthread_mutex_lock(&m->local);
-	if (!m->t)
-		status = map_table(m, fd);
-	pthread_mutex_unlock(&m->local);
-	return status;
 }
 
 /* The process-local mutex, within the same bound: another thread of this
@@ -279,7 +255,7 @@ int sim_lock(struct sim_map *m, int fd)
 
 	if (status)
 		return status;
-	if (!m->t && (status = map_table(m, fd)) != RSHARE_OK)
+	if (!m->t && (status = sim_map_table_locked(m, fd)) != RSHARE_OK)
 		goto fail;
 	if (!m->lock_value && (status = take_liveness(m, fd, &deadline)) != RSHARE_OK)
 		goto fail;

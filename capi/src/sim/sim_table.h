@@ -69,6 +69,14 @@
 #define SIM_LIVE_BASE (1ull << 61)
 #define SIM_LIVE_MASK ((1ull << 60) - 1)
 
+/* The liveness byte of holder value v: the lock probes it, the pages'
+ * description holds it (sim_pages.c), a test's peer takes it; a layout fact
+ * here rather than a call into the lock. */
+static inline off_t sim_live_offset(uint64_t v)
+{
+	return (off_t)(SIM_LIVE_BASE + (v & SIM_LIVE_MASK));
+}
+
 /* One shared load or store of a field. Relaxed: the lock orders honest
  * writers; a dishonest one can only change values, which we validate. */
 #define SH_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -211,10 +219,10 @@ int sim_test_map_inject(int fd, uint64_t table_id, struct sim_map **out);
  * m->t and the caller must sim_unlock(m). BUSY past the bound. */
 int sim_lock(struct sim_map *m, int fd);
 void sim_unlock(struct sim_map *m);
-/* The liveness byte of holder value v (sim_lock.c). */
-off_t sim_live_offset(uint64_t v);
-/* Map the table in this process if it is not yet (sim_lookup). */
+/* Map the table in this process if it is not yet (sim_map.c): for
+ * sim_lookup, and, with m->local held, for sim_lock. */
 int sim_map_table(struct sim_map *m, int fd);
+int sim_map_table_locked(struct sim_map *m, int fd);
 /* The bound in ms (SIM_LOCK_BOUND_MS or RSHARE_SIM_LOCK_MS). */
 unsigned sim_lock_bound_ms(void);
 
