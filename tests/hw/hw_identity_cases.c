@@ -129,10 +129,10 @@ void case_var_stale(const struct hw_target *t)
 
 	/* A removed device: freeing would abort in rdma-core; refused. */
 	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
-	setenv("STANDIN_DISASSOCIATED", "1", 1);
+	hw_hook("STANDIN_DISASSOCIATED", "1");
 	CHECK_ST(rshare_var_free(va), RSHARE_E_IO);
 	CHECK_MSG("removed or reset");
-	unsetenv("STANDIN_DISASSOCIATED");
+	hw_hook("STANDIN_DISASSOCIATED", NULL);
 	CHECK_OK(rshare_var_free(va));
 	CHECK_OK(rshare_device_close(b));
 	CHECK_OK(rshare_device_close(a));

@@ -505,7 +505,7 @@ void case_var_fault_mode(const struct hw_target *t)
 	void *page = NULL;
 	int pid, st = 0;
 
-	setenv("STANDIN_VAR_FAULT", "1", 1);
+	hw_hook("STANDIN_VAR_FAULT", "1");
 	REQUIRE_OK(rshare_var_alloc(a, 0, &var));
 	CHECK_OK(rshare_var_map(var, &page)); /* mapping is fine */
 	pid = fork();
@@ -517,7 +517,7 @@ void case_var_fault_mode(const struct hw_target *t)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
-	unsetenv("STANDIN_VAR_FAULT");
+	hw_hook("STANDIN_VAR_FAULT", NULL);
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_device_close(a));
 }
@@ -574,10 +574,10 @@ void case_export_sizes_room(const struct hw_target *t)
 	rshare_var *var;
 	size_t len;
 
-	setenv("STANDIN_EXPORT_SIZES_GROWN", "1", 1);
+	hw_hook("STANDIN_EXPORT_SIZES_GROWN", "1");
 	REQUIRE_OK(rshare_var_alloc(a, 0, &var));
 	CHECK_OK(rshare_var_export(var, blob, sizeof(blob), &len)); /* aborts if short */
-	unsetenv("STANDIN_EXPORT_SIZES_GROWN");
+	hw_hook("STANDIN_EXPORT_SIZES_GROWN", NULL);
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_device_close(a));
 }

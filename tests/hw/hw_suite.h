@@ -35,6 +35,9 @@ struct hw_target {
  * either fails the case when the call does. */
 rshare_device *hw_open_dev(const char *name);
 rshare_device *hw_import_dev(rshare_device *from);
+/* Set (value) or unset (NULL) a stand-in test hook: the stand-in reads
+ * its hooks once and again only when told (standin/sk_kernel.h). */
+void hw_hook(const char *name, const char *value);
 
 /* hw_cases.c: devices and PDs */
 void case_listing(const struct hw_target *t);

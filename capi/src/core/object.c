@@ -114,21 +114,29 @@ static bool obj_ledger_key(const struct rs_obj *obj, struct ledger_key *k)
 			  kind == RS_OBJ_VAR ? obj->u.var.info.mmap_off : 0, k);
 }
 
-/* Publish the object built in slot, or give slot and parent back. A new
- * object takes its handle's ledger serial (if the blob did not bring it). */
-static int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
+/* A new object takes its handle's ledger serial (if the blob did not
+ * bring it). Most contexts (sim0, bare hardware) have no ledger. */
+static void take_serial(struct rs_obj *obj)
 {
-	struct rs_obj *obj = &slot->u.obj;
 	struct ledger_key k;
 
-	if (!status && !obj->ledger_known && obj_ledger_key(obj, &k))
+	if (obj_ledger_key(obj, &k))
 		obj->ledger_known = rs_ledger_get(obj->dev->ctx.ledger, k.space, k.key,
 						  &obj->ledger_serial);
+}
+
+/* Publish the object built in slot, or give slot and parent back. */
+static inline int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
+{
+	struct rs_obj *obj = &slot->u.obj;
+
 	if (status) {
-		leave_parent(slot->u.obj.parent, slot->u.obj.dev_slot);
+		leave_parent(obj->parent, obj->dev_slot);
 		rs_slot_discard(slot);
 		return status;
 	}
+	if (obj->dev->ctx.ledger && !obj->ledger_known)
+		take_serial(obj);
 	*out = rs_slot_publish(slot, ops->slot_kind);
 	return RSHARE_OK;
 }

@@ -76,6 +76,7 @@ struct sk_devfile {
 	uint64_t magic;
 	pthread_mutex_t lock; /* process-shared, robust */
 	struct sk_devstate dev[SK_NDEVICES];
+	uint32_t env_gen; /* moved by sk_env_changed() (atomic) */
 };
 
 static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
@@ -140,9 +141,53 @@ static uint32_t take(uint8_t *map, uint32_t n)
 
 /* ---- The ufile ------------------------------------------------------------ */
 
+/* ---- Test hooks ----------------------------------------------------------- */
+
+static const char *const env_names[SK_ENV_COUNT] = {
+	[SK_ENV_DISASSOCIATED] = "STANDIN_DISASSOCIATED",
+	[SK_ENV_ALLOW_DISASSOC_DESTROY] = "RDMAV_ALLOW_DISASSOC_DESTROY",
+	[SK_ENV_NO_VAR_SUPPORT] = "STANDIN_NO_VAR_SUPPORT",
+	[SK_ENV_MAX_DM_SIZE] = "STANDIN_MAX_DM_SIZE",
+	[SK_ENV_VAR_FAULT] = "STANDIN_VAR_FAULT",
+	[SK_ENV_EXPORT_SIZES_GROWN] = "STANDIN_EXPORT_SIZES_GROWN",
+	[SK_ENV_FAIL_IMPORT] = "STANDIN_FAIL_IMPORT",
+	[SK_ENV_FAIL_ALLOC_PD] = "STANDIN_FAIL_ALLOC_PD",
+};
+static const char *env_value[SK_ENV_COUNT];
+static uint32_t env_read_at = UINT32_MAX; /* env_gen when env_value was read */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A getenv() scans the whole environment: one per command cost more than
+ * rshare's own checks on the import paths rshare-bench measures (a real
+ * rdma-core has no such hooks; docs/hardware.md, "What the identity checks
+ * cost"). So the hooks are read once, and again only when the device
+ * file's generation moved. The values are getenv()'s own pointers: glibc
+ * never frees a string setenv() replaced. */
+const char *sk_env(enum sk_env which)
+{
+	uint32_t gen;
+
+	pthread_once(&dev_once, dev_map);
+	gen = __atomic_load_n(&dev_file->env_gen, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&env_read_at, __ATOMIC_ACQUIRE) != gen) {
+		pthread_mutex_lock(&env_lock);
+		for (int i = 0; i < SK_ENV_COUNT; i++)
+			__atomic_store_n(&env_value[i], getenv(env_names[i]), __ATOMIC_RELAXED);
+		__atomic_store_n(&env_read_at, gen, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&env_lock);
+	}
+	return __atomic_load_n(&env_value[which], __ATOMIC_RELAXED);
+}
+
+void sk_env_changed(void)
+{
+	pthread_once(&dev_once, dev_map);
+	__atomic_fetch_add(&dev_file->env_gen, 1, __ATOMIC_RELEASE);
+}
+
 int sk_check_alive(void)
 {
-	return getenv("STANDIN_DISASSOCIATED") ? EIO : 0;
+	return sk_env(SK_ENV_DISASSOCIATED) ? EIO : 0;
 }
 
 static void lock(struct sk_ufile *uf)

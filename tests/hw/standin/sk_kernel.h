@@ -22,7 +22,7 @@
  * program links sk_mmap.c, which routes its mmap/munmap of a ufile through
  * sk_entry_map/sk_entry_unmap (see there).
  *
- * Test hooks (environment, read at each call):
+ * Test hooks (environment; read once, and again after sk_env_changed()):
  *   STANDIN_DISASSOCIATED   the devices were removed: every command answers
  *                           EIO (destroys too, unless
  *                           RDMAV_ALLOW_DISASSOC_DESTROY is set), mmap fails
@@ -36,6 +36,8 @@
  *                           the doorbell page"
  *   RDMAV_ALLOW_DISASSOC_DESTROY  rdma-core's own variable (libibverbs
  *                           init.c): only with it is EIO on destroy success
+ * and STANDIN_FAIL_IMPORT, STANDIN_FAIL_ALLOC_PD and
+ * STANDIN_EXPORT_SIZES_GROWN (see their users in sk_verbs.c, sk_mlx5.c).
  */
 #ifndef STANDIN_SK_KERNEL_H
 #define STANDIN_SK_KERNEL_H
@@ -131,6 +133,26 @@ uint32_t sk_device_index(struct ibv_device *dev);
 
 /* Every "ioctl" below: 0 or an errno value, EIO on a disassociated device. */
 int sk_check_alive(void);
+
+/* The test hooks, as getenv() would answer them. */
+enum sk_env {
+	SK_ENV_DISASSOCIATED,
+	SK_ENV_ALLOW_DISASSOC_DESTROY,
+	SK_ENV_NO_VAR_SUPPORT,
+	SK_ENV_MAX_DM_SIZE,
+	SK_ENV_VAR_FAULT,
+	SK_ENV_EXPORT_SIZES_GROWN,
+	SK_ENV_FAIL_IMPORT,
+	SK_ENV_FAIL_ALLOC_PD,
+	SK_ENV_COUNT
+};
+const char *sk_env(enum sk_env which);
+/* A test changed a hook (setenv/unsetenv): every process on the device
+ * state re-reads its hooks at its next sk_env(). The test calls its own
+ * copy of this file (linked with sk_mmap.c); the generation it moves is in
+ * the device-state file, shared with the stand-in libraries' copy when
+ * STANDIN_DEVICE_STATE names one (hw_suite sets it). */
+void sk_env_changed(void);
 
 /* Create an object in the context's table; in: the fields of info the type
  * needs (SK_MR: pd, access, addr, length; SK_DM: length), out: the rest.
