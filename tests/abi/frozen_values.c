@@ -86,6 +86,7 @@ static const struct frozen table[] = {
 	FROZEN(enum rshare_caps, RSHARE_CAP_DM_MAP, 128),
 	FROZEN(enum rshare_field, RSHARE_FIELD_MEM_DEV, 16),
 	FROZEN(enum rshare_field, RSHARE_FIELD_MEM_INO, 17),
+	FROZEN(enum rshare_field, RSHARE_FIELD_LEDGER, 18),
 	/* The major version is the SONAME's: librshare.so.1. */
 	FROZEN(int, RSHARE_VERSION_MAJOR, 1),
 };

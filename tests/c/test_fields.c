@@ -237,9 +237,10 @@ static void case_real_blobs(void)
 	CHECK_OK(rshare_device_guid(dev, &v));
 	CHECK(field(pd_blob, pd_len, RSHARE_FIELD_GUID) == v);
 	CHECK(field(pd_blob, pd_len, RSHARE_FIELD_TABLE) != 0);
+	/* sim0 blobs carry no ledger serial (since 1.2's field). */
 	check_absent(pd_blob, pd_len, (const int[]){ RSHARE_FIELD_PAGE_ID, RSHARE_FIELD_LENGTH,
 						     RSHARE_FIELD_MMAP_OFF, RSHARE_FIELD_LKEY,
-						     RSHARE_FIELD_ADDR }, 5);
+						     RSHARE_FIELD_ADDR, RSHARE_FIELD_LEDGER }, 6);
 	CHECK_OK(rshare_var_handle(var, &h));
 	CHECK(field(var_blob, var_len, RSHARE_FIELD_HANDLE) == h);
 	CHECK_OK(rshare_var_attrs(var, &page_id, &vlen, &mmap_off));
@@ -258,7 +259,7 @@ static void case_misuse(void)
 	uint64_t v = 77;
 
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, 0, &v), RSHARE_E_INVAL);
-	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_MEM_INO + 1, &v), RSHARE_E_INVAL);
+	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_LEDGER + 1, &v), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, -1, &v), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(pd_blob, pd_len, RSHARE_FIELD_KIND, NULL), RSHARE_E_INVAL);
 	CHECK_ST(rshare_blob_field(NULL, pd_len, RSHARE_FIELD_KIND, &v), RSHARE_E_INVAL);

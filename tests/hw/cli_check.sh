@@ -98,6 +98,29 @@ if run "devices --verbose --json" $STANDIN -- devices --verbose --json; then
 	has '^\{"rdma_core":\{"libibverbs":\{"path":"[^"]*libibverbs.so.1","nodes":\{"IBVERBS_1.1":true' "devices -v --json"
 	has '"name":"mlx5_sim0"[^}]*"checking":"ledger","off":\{\}' "devices -v --json"
 fi
+# inspect shows the ledger serial a hardware blob carries: the PD and VAR
+# that `rshare publish` makes on the stand-in's mlx5 device (a context with
+# a ledger) print their text forms, and inspect names "ledger" in each.
+bdir=$(mktemp -d /tmp/rshare-hwcli-XXXXXX)
+mkfifo "$bdir/fifo"
+env $STANDIN "$bin" serve --socket "$bdir/b.sock" --ready-fd 3 3>"$bdir/fifo" 2>"$bdir/serve.log" &
+serve=$!
+read -r line <"$bdir/fifo"
+[ "$line" = "ready $bdir/b.sock" ] || fail "inspect ledger: broker ready line '$line'"
+if run "publish" $STANDIN -- publish --socket "$bdir/b.sock" --device mlx5_sim0 --persistent hw/inspect; then
+	pd_text=$(sed -n 's/^pd //p' "$out")
+	var_text=$(sed -n 's/^var //p' "$out")
+	if run "inspect pd" $STANDIN -- inspect "$pd_text"; then
+		has '^\{"format":1,"kind":"pd","provider":"hw",.*,"ledger":[0-9]+,"private_len":0,' "inspect pd"
+	fi
+	if run "inspect var" $STANDIN -- inspect "$var_text"; then
+		has '^\{"format":1,"kind":"var","provider":"hw",.*"mmap_off":[0-9]+,"ledger":[0-9]+,"private_len"' "inspect var"
+	fi
+fi
+kill -TERM "$serve"
+wait "$serve" || fail "inspect ledger: serve exited with $?"
+rm -rf "$bdir"
+
 # The operator's self-check: every item passes on the stand-in's mlx5
 # device, with the VAR page faulting on any access; the rxe device shares
 # nothing, as it reports; without any RDMA device it exits 77.
@@ -105,6 +128,9 @@ if run "selftest" $FAULT -- selftest --device mlx5_sim0; then
 	for item in capabilities identity 'PD reuse' 'MR reuse' 'DM reuse' VAR; do
 		has "^PASS  $item " "selftest"
 	done
+	# The next VAR takes the freed one's mmap offset; the ledger refuses
+	# the old blob all the same.
+	has '^PASS  VAR .*blob refused \(its mmap offset reused by the next VAR\)$' "selftest"
 	has '^selftest: passed$' "selftest"
 fi
 if run "selftest rxe" $STANDIN -- selftest --device rxe_sim1; then

@@ -226,9 +226,9 @@ static void import_fails_after_adoption(int fd, const char *how)
 	char link[64], path[64] = "";
 
 	unsetenv("STANDIN_SQUATTER_FD");
-	setenv("STANDIN_FAIL_IMPORT", how, 1);
+	hw_hook("STANDIN_FAIL_IMPORT", how);
 	CHECK_ST(rshare_device_import(fd, &b), RSHARE_E_IO);
-	unsetenv("STANDIN_FAIL_IMPORT");
+	hw_hook("STANDIN_FAIL_IMPORT", NULL);
 	CHECK(rshare_last_errno() == EIO);
 	CHECK_MSG("ibv_import_device");
 	CHECK(b == NULL);
@@ -301,13 +301,13 @@ void case_pd_errno_map(const struct hw_target *t)
 	/* What rdma-core says becomes a status, with its errno kept and named. */
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
 		snprintf(num, sizeof(num), "%d", map[i].err);
-		setenv("STANDIN_FAIL_ALLOC_PD", num, 1);
+		hw_hook("STANDIN_FAIL_ALLOC_PD", num);
 		CHECK_ST(rshare_pd_alloc(a, &pd), map[i].status);
 		CHECK(rshare_last_errno() == map[i].err);
 		CHECK_MSG(strerror(map[i].err));
 		CHECK_MSG("rshare_pd_alloc");
 	}
-	unsetenv("STANDIN_FAIL_ALLOC_PD");
+	hw_hook("STANDIN_FAIL_ALLOC_PD", NULL);
 	CHECK_OK(rshare_pd_alloc(a, &pd));
 	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(a));

@@ -17,20 +17,20 @@ void case_errno_statuses(const struct hw_target *t)
 	rshare_pd *pd = NULL;
 
 	/* The kernel's words for "not supported" and "used up". */
-	setenv("STANDIN_FAIL_ALLOC_PD", "93" /* EPROTONOSUPPORT */, 1);
+	hw_hook("STANDIN_FAIL_ALLOC_PD", "93" /* EPROTONOSUPPORT */);
 	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_UNSUPPORTED);
 	CHECK(rshare_last_errno() == EPROTONOSUPPORT);
 	CHECK_MSG("lacks");
-	setenv("STANDIN_FAIL_ALLOC_PD", "28" /* ENOSPC */, 1);
+	hw_hook("STANDIN_FAIL_ALLOC_PD", "28" /* ENOSPC */);
 	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_NOMEM);
 	CHECK_MSG("no free entry");
-	setenv("STANDIN_FAIL_ALLOC_PD", "16" /* EBUSY */, 1);
+	hw_hook("STANDIN_FAIL_ALLOC_PD", "16" /* EBUSY */);
 	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_BUSY);
 	CHECK_MSG("in use");
-	setenv("STANDIN_FAIL_ALLOC_PD", "5" /* EIO */, 1);
+	hw_hook("STANDIN_FAIL_ALLOC_PD", "5" /* EIO */);
 	CHECK_ST(rshare_pd_alloc(a, &pd), RSHARE_E_IO);
 	CHECK_MSG("removed or reset");
-	unsetenv("STANDIN_FAIL_ALLOC_PD");
+	hw_hook("STANDIN_FAIL_ALLOC_PD", NULL);
 	CHECK(pd == NULL);
 	CHECK_OK(rshare_device_close(a));
 }
@@ -62,9 +62,9 @@ void case_var_no_kernel_support(const struct hw_target *t)
 	rshare_var *var = NULL;
 
 	/* An mlx5 device whose kernel lacks the VAR object. */
-	setenv("STANDIN_NO_VAR_SUPPORT", "1", 1);
+	hw_hook("STANDIN_NO_VAR_SUPPORT", "1");
 	CHECK_ST(rshare_var_alloc(a, 0, &var), RSHARE_E_UNSUPPORTED);
-	unsetenv("STANDIN_NO_VAR_SUPPORT");
+	hw_hook("STANDIN_NO_VAR_SUPPORT", NULL);
 	CHECK(rshare_last_errno() == EPROTONOSUPPORT);
 	CHECK_MSG("kernel driver lacks VARs");
 	CHECK(var == NULL);
@@ -79,7 +79,7 @@ void case_disassociated(const struct hw_target *t)
 
 	REQUIRE_OK(rshare_pd_alloc(a, &pd));
 	REQUIRE_OK(rshare_device_fd(a, &fd));
-	setenv("STANDIN_DISASSOCIATED", "1", 1);
+	hw_hook("STANDIN_DISASSOCIATED", "1");
 	CHECK_ST(rshare_pd_alloc(a, &pd2), RSHARE_E_IO);
 	CHECK(rshare_last_errno() == EIO);
 	CHECK_MSG("removed or reset");
@@ -89,16 +89,16 @@ void case_disassociated(const struct hw_target *t)
 	 * RDMAV_ALLOW_DISASSOC_DESTROY is set (libibverbs cmd_write.h,
 	 * verbs_is_destroy_err): otherwise the caller sees EIO and keeps
 	 * the object, which unimport still releases. */
-	unsetenv("RDMAV_ALLOW_DISASSOC_DESTROY");
+	hw_hook("RDMAV_ALLOW_DISASSOC_DESTROY", NULL);
 	CHECK_ST(rshare_pd_free(pd), RSHARE_E_IO);
 	CHECK(rshare_last_errno() == EIO);
 	CHECK_MSG("removed or reset");
-	setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "0", 1); /* "0" is off, as check_env */
+	hw_hook("RDMAV_ALLOW_DISASSOC_DESTROY", "0"); /* "0" is off, as check_env */
 	CHECK_ST(rshare_pd_free(pd), RSHARE_E_IO);
-	setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "1", 1);
+	hw_hook("RDMAV_ALLOW_DISASSOC_DESTROY", "1");
 	CHECK_OK(rshare_pd_free(pd));
-	unsetenv("RDMAV_ALLOW_DISASSOC_DESTROY");
-	unsetenv("STANDIN_DISASSOCIATED");
+	hw_hook("RDMAV_ALLOW_DISASSOC_DESTROY", NULL);
+	hw_hook("STANDIN_DISASSOCIATED", NULL);
 	CHECK(pd2 == NULL && b == NULL);
 	CHECK_OK(rshare_device_close(a));
 }
@@ -142,13 +142,16 @@ void case_var_pages_device_wide(const struct hw_target *t)
 
 	REQUIRE_OK(rshare_device_fd(a, &fd));
 	REQUIRE_OK(rshare_device_import(fd, &b));
-	/* Two contexts of one device: pages device-wide, offsets per context. */
+	/* Two contexts of one device: pages device-wide, offsets per context,
+	 * lowest free from mlx5's first mmap offset (page 0x900): in a's
+	 * ufile the UARs of a's open and b's import hold entries 0 and 1,
+	 * in c's c's UAR holds entry 0. */
 	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
 	REQUIRE_OK(rshare_var_alloc(c, 0, &vc));
 	attrs(va, &pa, &oa);
 	attrs(vc, &pc, &oc);
 	CHECK(pa == STANDIN_VAR_PAGE_ID0 && pc == STANDIN_VAR_PAGE_ID0 + 1);
-	CHECK(oa == oc);
+	CHECK(oa == (0x900 + 2) * 4096ull && oc == (0x900 + 1) * 4096ull);
 
 	/* Freed while mapped elsewhere: the page and offset stay taken until
 	 * the last mapping goes, and the offset no longer maps. */

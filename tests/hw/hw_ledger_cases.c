@@ -252,6 +252,139 @@ void case_fork_channel(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(a));
 }
 
+/* Fork a child that receives a's device over a channel (with its ledger)
+ * and returns fn's verdict (0: as expected) as its exit status; true if
+ * it did. */
+static bool in_child(rshare_device *a, int (*fn)(rshare_device *d, const void *arg),
+		     const void *arg)
+{
+	int sv[2], pid, st = 0;
+
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		rshare_device *d = NULL;
+		uint32_t caps = 0;
+		size_t len = 0;
+		int bad;
+
+		close(sv[0]);
+		if (rshare_channel_recv(sv[1], &d, NULL, 0, &len) != RSHARE_OK ||
+		    rshare_device_caps(d, &caps) != RSHARE_OK || !(caps & RSHARE_CAP_LEDGER))
+			_exit(100);
+		bad = fn(d, arg);
+		bad |= rshare_device_close(d) != RSHARE_OK;
+		_exit(bad);
+	}
+	close(sv[1]);
+	CHECK_OK(rshare_channel_send(sv[0], a, NULL, 0));
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	close(sv[0]);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+struct var_blob {
+	unsigned char b[RSHARE_BLOB_MAX];
+	size_t len;
+	uint64_t off;
+};
+
+static void var_blob_of(rshare_var *v, struct var_blob *out)
+{
+	REQUIRE_OK(rshare_var_export(v, out->b, sizeof(out->b), &out->len));
+	REQUIRE_OK(rshare_var_attrs(v, NULL, NULL, &out->off));
+}
+
+/* The child that frees: imports the VAR and frees it through rshare. */
+static int import_and_free(rshare_device *d, const void *arg)
+{
+	const struct var_blob *vb = arg;
+	rshare_var *v = NULL;
+
+	if (rshare_var_import(d, vb->b, vb->len, &v) != RSHARE_OK)
+		return 1;
+	return rshare_var_free(v) != RSHARE_OK;
+}
+
+/* The importing child: blobs [0] and [1] are stale, [2] and [3] live. */
+static int stale_refused(rshare_device *d, const void *arg)
+{
+	const struct var_blob *vb = arg;
+	rshare_var *v = NULL;
+	int bad = 0;
+
+	for (int i = 0; i < 2; i++) {
+		bad |= rshare_var_import(d, vb[i].b, vb[i].len, &v) != RSHARE_E_NOT_FOUND;
+		bad |= v != NULL || !strstr(rshare_last_error(), "freed since this blob was made");
+	}
+	for (int i = 2; i < 4; i++) {
+		bad |= rshare_var_import(d, vb[i].b, vb[i].len, &v) != RSHARE_OK;
+		bad |= v == NULL || rshare_var_unimport(v) != RSHARE_OK;
+		v = NULL;
+	}
+	return bad;
+}
+
+/* VARs at the ledger level: after free + alloc hands the same mmap offset
+ * (and page) back, the old VAR's blob is refused in another process that
+ * holds the ledger, whether the free happened in the blob's maker or in a
+ * third process; the bare level cannot tell (docs/hardware.md). */
+void case_var_ledger_reuse(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name), *bare, *c;
+	struct var_blob vb[4]; /* stale: freed here, freed elsewhere; live: their successors */
+	rshare_var *v1, *v2, *v3, *v3c, *v4, *wrong = NULL;
+
+	/* Freed by its maker, the same offset handed to the next VAR. */
+	REQUIRE_OK(rshare_var_alloc(a, 0, &v1));
+	var_blob_of(v1, &vb[0]);
+	CHECK(vb[0].b[7] & 1); /* the blob carries its ledger serial */
+	CHECK_OK(rshare_var_free(v1));
+	REQUIRE_OK(rshare_var_alloc(a, 0, &v2));
+	var_blob_of(v2, &vb[2]);
+	CHECK(vb[2].off == vb[0].off);
+	CHECK_ST(rshare_var_import(a, vb[0].b, vb[0].len, &wrong), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("freed since this blob was made");
+	CHECK(wrong == NULL);
+
+	/* Freed by another process that imported it; this process still
+	 * holds its handle (and c, a context received over a channel, an
+	 * imported one), and the next VAR takes the offset. */
+	c = hw_channel_dev(a);
+	REQUIRE_OK(rshare_var_alloc(a, 0, &v3));
+	var_blob_of(v3, &vb[1]);
+	REQUIRE_OK(rshare_var_import(c, vb[1].b, vb[1].len, &v3c));
+	CHECK(in_child(a, import_and_free, &vb[1]));
+	REQUIRE_OK(rshare_var_alloc(a, 0, &v4));
+	var_blob_of(v4, &vb[3]);
+	CHECK(vb[3].off == vb[1].off);
+	/* c saw neither the free nor v4, and v4 took v3's offset (and, the
+	 * handle being lowest-free too, its kernel handle): freeing c's
+	 * handle would destroy v4. The ledger refuses; v4 lives on. */
+	CHECK_ST(rshare_var_free(v3c), RSHARE_E_NOT_FOUND);
+	CHECK_MSG("freed by another process since this handle got it");
+	CHECK_OK(rshare_var_unimport(v3c));
+	CHECK_OK(rshare_device_close(c));
+
+	/* A third process, which saw none of it, refuses both stale blobs
+	 * and imports both live ones. */
+	CHECK(in_child(a, stale_refused, vb));
+
+	/* The bare level's gap: the offset maps (to the new VAR), and a
+	 * context that has seen nothing there cannot tell. */
+	bare = hw_import_dev(a);
+	CHECK_OK(rshare_var_import(bare, vb[1].b, vb[1].len, &wrong));
+	CHECK_OK(rshare_var_unimport(wrong));
+	CHECK_OK(rshare_device_close(bare));
+
+	CHECK_OK(rshare_var_unimport(v3)); /* freed elsewhere: let go locally */
+	CHECK_OK(rshare_var_free(v4));
+	CHECK_OK(rshare_var_free(v2));
+	CHECK_OK(rshare_device_close(a));
+}
+
 /* Send dev's command fd with `ledger` as the second fd, as a peer could. */
 static rshare_device *recv_with_ledger(rshare_device *dev, int ledger)
 {
@@ -372,7 +505,7 @@ void case_var_fault_mode(const struct hw_target *t)
 	void *page = NULL;
 	int pid, st = 0;
 
-	setenv("STANDIN_VAR_FAULT", "1", 1);
+	hw_hook("STANDIN_VAR_FAULT", "1");
 	REQUIRE_OK(rshare_var_alloc(a, 0, &var));
 	CHECK_OK(rshare_var_map(var, &page)); /* mapping is fine */
 	pid = fork();
@@ -384,7 +517,7 @@ void case_var_fault_mode(const struct hw_target *t)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
-	unsetenv("STANDIN_VAR_FAULT");
+	hw_hook("STANDIN_VAR_FAULT", NULL);
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_device_close(a));
 }
@@ -441,10 +574,10 @@ void case_export_sizes_room(const struct hw_target *t)
 	rshare_var *var;
 	size_t len;
 
-	setenv("STANDIN_EXPORT_SIZES_GROWN", "1", 1);
+	hw_hook("STANDIN_EXPORT_SIZES_GROWN", "1");
 	REQUIRE_OK(rshare_var_alloc(a, 0, &var));
 	CHECK_OK(rshare_var_export(var, blob, sizeof(blob), &len)); /* aborts if short */
-	unsetenv("STANDIN_EXPORT_SIZES_GROWN");
+	hw_hook("STANDIN_EXPORT_SIZES_GROWN", NULL);
 	CHECK_OK(rshare_var_free(var));
 	CHECK_OK(rshare_device_close(a));
 }

@@ -307,9 +307,9 @@ void case_dm_not_mlx5(const struct hw_target *t)
 
 	/* An mlx5 function without on-chip memory: max_dm_size is 0, mlx5
 	 * answers EINVAL for any size, rshare says why and reports no DM. */
-	setenv("STANDIN_MAX_DM_SIZE", "0", 1);
+	hw_hook("STANDIN_MAX_DM_SIZE", "0");
 	a = hw_open_dev(t->name);
-	unsetenv("STANDIN_MAX_DM_SIZE");
+	hw_hook("STANDIN_MAX_DM_SIZE", NULL);
 	CHECK(!(caps_of(a) & (RSHARE_CAP_DM | RSHARE_CAP_DM_MAP)));
 	CHECK_ST(rshare_dm_alloc(a, 64, &dm), RSHARE_E_UNSUPPORTED);
 	CHECK_MSG("max_dm_size is 0");

@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "hw_suite.h"
+#include "sk_kernel.h"
 
 rshare_device *hw_open_dev(const char *name)
 {
@@ -36,6 +37,12 @@ rshare_device *hw_import_dev(rshare_device *from)
 	REQUIRE_OK(rshare_device_fd(from, &fd));
 	REQUIRE_OK(rshare_device_import(fd, &dev));
 	return dev;
+}
+
+void hw_hook(const char *name, const char *value)
+{
+	REQUIRE(value ? setenv(name, value, 1) == 0 : unsetenv(name) == 0);
+	sk_env_changed();
 }
 
 static void remove_state(void)

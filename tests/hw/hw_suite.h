@@ -17,7 +17,7 @@
 #define STANDIN_VAR_PAGES 16    /* VAR pages per device */
 #define STANDIN_VAR_PAGE_ID0 0x100u
 #define STANDIN_VAR_RECORD 24   /* mlx5dv_var_export() record size */
-#define STANDIN_UFILE_SIZE (4096 * 34 + 256 * 64) /* a ufile memfd's size */
+#define STANDIN_UFILE_SIZE (4096 * (0x900 + 32) + 256 * 64) /* a ufile memfd's size */
 
 struct hw_target {
 	const char *mode;            /* "standin", "standin-44" or "real" */
@@ -35,6 +35,9 @@ struct hw_target {
  * either fails the case when the call does. */
 rshare_device *hw_open_dev(const char *name);
 rshare_device *hw_import_dev(rshare_device *from);
+/* Set (value) or unset (NULL) a stand-in test hook: the stand-in reads
+ * its hooks once and again only when told (standin/sk_kernel.h). */
+void hw_hook(const char *name, const char *value);
 
 /* hw_cases.c: devices and PDs */
 void case_listing(const struct hw_target *t);
@@ -91,6 +94,7 @@ void case_table_never_zero(const struct hw_target *t);
 void case_other_context_mismatch(const struct hw_target *t);
 void case_reuse_levels(const struct hw_target *t);
 void case_fork_channel(const struct hw_target *t);
+void case_var_ledger_reuse(const struct hw_target *t);
 void case_ledger_untrusted(const struct hw_target *t);
 void case_no_import_provider(const struct hw_target *t);
 void case_var_fault_mode(const struct hw_target *t);

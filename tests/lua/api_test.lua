@@ -594,6 +594,13 @@ function cases.shared_buffer()
   -- A second handle on the same memory: the memfd, mapped again.
   local blob = assert(buf:export())
   T.eq(rshare.kind(blob), "buf", "blob kind")
+  -- inspect names the memfd the blob records: the buffer's own.
+  local info = assert(rshare.inspect(blob))
+  local fdinfo = assert(io.open("/proc/self/fdinfo/" .. assert(buf:fd())))
+  T.eq(info.mem_ino, tonumber(fdinfo:read("*a"):match("ino:%s*(%d+)")), "inspect mem_ino")
+  fdinfo:close()
+  T.ok(info.mem_dev ~= nil and info.lkey ~= nil, "inspect mem_dev and the MR's fields")
+  T.eq(info.ledger, nil, "no ledger serial on sim0")
   local twin = assert(pd:import_buffer(blob, assert(buf:fd())))
   assert(twin:write(0, "from the twin"))
   T.eq(buf:read(0, 13), "from the twin", "one memory")

@@ -205,7 +205,8 @@ static void check_dm(rshare_device *a, rshare_device *b, uint32_t caps)
 static void check_var(rshare_device *a, rshare_device *b, uint32_t caps)
 {
 	unsigned char blob[RSHARE_BLOB_MAX];
-	rshare_var *var, *copy = NULL;
+	rshare_var *var, *again, *copy = NULL;
+	uint64_t off1 = 0, off2 = 1;
 	void *page = NULL;
 	size_t len;
 	int s = rshare_var_alloc(a, 0, &var);
@@ -226,13 +227,23 @@ static void check_var(rshare_device *a, rshare_device *b, uint32_t caps)
 		expect("VAR", s, RSHARE_OK, "alloc, export, map, import, unimport, free");
 		return;
 	}
+	/* The next VAR takes the freed one's mmap offset (mlx5 hands them
+	 * out lowest-free per context): the old blob must still be refused. */
 	copy = NULL;
+	if ((s = rshare_var_alloc(a, 0, &again))) {
+		expect("VAR", s, RSHARE_OK, "a second VAR after the free");
+		return;
+	}
+	rshare_blob_field(blob, len, RSHARE_FIELD_MMAP_OFF, &off1);
+	rshare_var_attrs(again, NULL, NULL, &off2);
 	if (expect("VAR", rshare_var_import(b, blob, len, &copy), RSHARE_E_NOT_FOUND,
 		   "importing the freed VAR's blob"))
 		verdict("PASS", "VAR", "shared and mapped (page untouched); the freed VAR's "
-			"blob refused");
+			"blob refused (its mmap offset %s)",
+			off1 == off2 ? "reused by the next VAR" : "not reused");
 	else if (copy)
 		rshare_var_unimport(copy);
+	rshare_var_free(again);
 }
 
 /* The first hardware device, or name checked to be one; false if none. */

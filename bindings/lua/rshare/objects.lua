@@ -843,12 +843,17 @@ function objects.build(B)
   -- The blob's fields as a table, read one by one with rshare_blob_field():
   -- kind, provider, guid, table (hex strings), handle, serial and the kind's
   -- own (VAR: page_id, length, mmap_off; MR: pd_handle, pd_serial, addr,
-  -- length, lkey, rkey, access; DM: length).
+  -- length, lkey, rkey, access; DM: length; buffer: the MR's and mem_dev,
+  -- mem_ino, the memfd's identity), and ledger, the ledger serial of a
+  -- hardware blob made in a context with a ledger. The numbers are enum
+  -- rshare_blob_field's (frozen: abi/rshare.abi.json).
   local FIELDS = { "kind", "provider", "guid", "table", "handle", "serial", "page_id", "length",
-                   "mmap_off", "pd_handle", "pd_serial", "addr", "lkey", "rkey", "access" }
+                   "mmap_off", "pd_handle", "pd_serial", "addr", "lkey", "rkey", "access",
+                   "mem_dev", "mem_ino", "ledger" }
   local FIELD_NUMBER = { kind = 1, provider = 2, guid = 3, table = 4, handle = 5, serial = 6,
                          page_id = 7, length = 8, mmap_off = 9, pd_handle = 10, pd_serial = 11,
-                         addr = 12, lkey = 13, rkey = 14, access = 15 }
+                         addr = 12, lkey = 13, rkey = 14, access = 15, mem_dev = 16,
+                         mem_ino = 17, ledger = 18 }
   local E_NOT_FOUND = -12
 
   function M.inspect(blob)

@@ -29,7 +29,7 @@ def provider_name(value: int) -> str:
 # Every scalar field, in rshare_blob_describe()'s order; a kind lacks some.
 _FIELDS = [(name.lower(), getattr(_c, "RSHARE_FIELD_" + name)) for name in (
     "HANDLE", "SERIAL", "PAGE_ID", "PD_HANDLE", "PD_SERIAL", "ADDR", "LENGTH",
-    "MMAP_OFF", "LKEY", "RKEY", "ACCESS", "MEM_DEV", "MEM_INO")]
+    "MMAP_OFF", "LKEY", "RKEY", "ACCESS", "MEM_DEV", "MEM_INO", "LEDGER")]
 
 
 def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
@@ -38,7 +38,8 @@ def inspect(blob: Union[BytesLike, str]) -> Dict[str, Any]:
     strings), handle, serial, and the kind's own fields: for VARs page_id,
     length, mmap_off; for MRs pd_handle, pd_serial, addr, length, lkey, rkey,
     access; for DM length; for buffers ("buf") the MR's and mem_dev, mem_ino (the
-    memfd's identity). Read with rshare_blob_field(), one field at a time."""
+    memfd's identity); ledger, the ledger serial of a hardware blob made in a
+    context with a ledger. Read with rshare_blob_field(), one field at a time."""
     if isinstance(blob, str):
         blob = _c.blob_from_text(blob)
     kind_value = _c.blob_field(blob, _c.RSHARE_FIELD_KIND)  # validates the blob

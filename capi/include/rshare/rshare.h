@@ -168,7 +168,12 @@ enum rshare_field {
 	RSHARE_FIELD_RKEY = 14,     /**< remote key (MR) */
 	RSHARE_FIELD_ACCESS = 15,   /**< RSHARE_ACCESS_* flags (MR) */
 	RSHARE_FIELD_MEM_DEV = 16,  /**< st_dev of the buffer's memfd (buffer, since 1.2) */
-	RSHARE_FIELD_MEM_INO = 17   /**< st_ino of the buffer's memfd (buffer, since 1.2) */
+	RSHARE_FIELD_MEM_INO = 17,  /**< st_ino of the buffer's memfd (buffer, since 1.2) */
+	/** Since 1.2. The ledger serial the blob carries: hardware blobs of
+	 * every kind made in a context with a ledger (RSHARE_CAP_LEDGER;
+	 * abi/BLOB-FORMAT.md, "Ledger serial"). A blob without one (sim0, a
+	 * context without a ledger) answers RSHARE_E_NOT_FOUND. */
+	RSHARE_FIELD_LEDGER = 18
 };
 
 /** An open or imported device context. Opaque. */
@@ -828,7 +833,8 @@ RSHARE_API int rshare_blob_size(const void *buf, size_t avail, size_t *len);
  * Returns RSHARE_OK; RSHARE_E_INVAL (value NULL, unknown field);
  * RSHARE_E_BLOB_CORRUPT; RSHARE_E_BLOB_VERSION; RSHARE_E_BLOB_KIND (a kind
  * this library does not know); RSHARE_E_NOT_FOUND (the blob's kind has no
- * such field, e.g. RSHARE_FIELD_PAGE_ID of a PD).
+ * such field, e.g. RSHARE_FIELD_PAGE_ID of a PD, or RSHARE_FIELD_LEDGER of
+ * a blob that carries no ledger serial).
  */
 RSHARE_API int rshare_blob_field(const void *blob, size_t len, int field,
 				 uint64_t *value);
@@ -837,7 +843,9 @@ RSHARE_API int rshare_blob_field(const void *blob, size_t len, int field,
  * Describe a valid blob as a one-line JSON object (keys: format, kind,
  * provider, guid, table, handle, serial; for VARs page_id, length and
  * mmap_off; for MRs (since 1.1) pd_handle, pd_serial, addr, length, lkey,
- * rkey and access; for device memory (since 1.1) length; then private_len
+ * rkey and access; for device memory (since 1.1) length; for buffers
+ * (since 1.2) the MR's and mem_dev, mem_ino; then (since 1.2) ledger when
+ * the blob carries a ledger serial (RSHARE_FIELD_LEDGER); then private_len
  * and size; at most 512 bytes with the NUL), with
  * the (buf, cap, out_len) convention. Statuses as rshare_blob_kind(), plus
  * RSHARE_E_NOSPACE.

@@ -41,6 +41,7 @@ uint64_t rs_blob_get(const struct rs_blob *b, int field)
 	case RSHARE_FIELD_ACCESS: return b->access;
 	case RSHARE_FIELD_MEM_DEV: return b->mem_dev;
 	case RSHARE_FIELD_MEM_INO: return b->mem_ino;
+	case RSHARE_FIELD_LEDGER: return b->ledger;
 	default: return 0;
 	}
 }
@@ -55,7 +56,8 @@ size_t rs_blob_encode(const struct rs_blob *b, uint8_t *out)
 {
 	const struct rs_kind *k = rs_kind(b->kind);
 	/* A ledger serial that would not fit leaves the blob at the checks
-	 * of a context without the ledger (no kind reaches that today). */
+	 * of a context without the ledger (only a VAR whose libmlx5 export
+	 * record is over 60 bytes would). */
 	bool ledger = b->has_ledger && blob_size(k, b->priv_len, true) <= RSHARE_BLOB_MAX;
 	size_t n = blob_size(k, b->priv_len, ledger);
 	uint8_t *f = out + RS_BLOB_COMMON_END;

@@ -67,7 +67,7 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b);
 
 /* Every enum rshare_field: its JSON key, and whether rshare_blob_describe()
  * writes it as a hex string. */
-#define RS_NFIELDS (RSHARE_FIELD_MEM_INO + 1)
+#define RS_NFIELDS (RSHARE_FIELD_LEDGER + 1)
 struct rs_field_name {
 	const char *name;
 	bool hex;

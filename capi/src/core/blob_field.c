@@ -24,12 +24,17 @@ const struct rs_field_name rs_field_names[RS_NFIELDS] = {
 	[RSHARE_FIELD_ACCESS] = { "access", false },
 	[RSHARE_FIELD_MEM_DEV] = { "mem_dev", false },
 	[RSHARE_FIELD_MEM_INO] = { "mem_ino", false },
+	[RSHARE_FIELD_LEDGER] = { "ledger", false },
 };
 
-/* Does a blob of kind k carry field? The common fields every blob has;
- * the others are in the kind's layout. */
-static bool has_field(const struct rs_kind *k, int field)
+/* Does blob b carry field? The common fields every blob has, the ledger
+ * serial a blob with flag LEDGER; the others are in the kind's layout. */
+static bool has_field(const struct rs_blob *b, int field)
 {
+	const struct rs_kind *k = rs_kind(b->kind);
+
+	if (field == RSHARE_FIELD_LEDGER)
+		return b->has_ledger;
 	if (field <= RSHARE_FIELD_SERIAL)
 		return true;
 	for (unsigned i = 0; i < k->nfields; i++)
@@ -51,7 +56,7 @@ int rshare_blob_field(const void *blob, size_t len, int field, uint64_t *value)
 	status = rs_blob_decode(blob, len, &b);
 	if (status)
 		RS_RETURN(status);
-	if (!has_field(rs_kind(b.kind), field))
+	if (!has_field(&b, field))
 		RS_RETURN(rs_fail(RSHARE_E_NOT_FOUND, 0, "%s %s blob has no field %s",
 				  rs_kind_article(b.kind), rs_kind_word(b.kind),
 				  rs_field_names[field].name));

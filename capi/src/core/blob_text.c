@@ -83,6 +83,9 @@ int rshare_blob_describe(const void *blob, size_t len, char *buf, size_t cap,
 			      f->hex ? ",\"%s\":\"0x%016" PRIx64 "\"" : ",\"%s\":%" PRIu64,
 			      f->name, v);
 	}
+	if (b.has_ledger)
+		n += snprintf(json + n, sizeof(json) - (size_t)n, ",\"%s\":%" PRIu32,
+			      rs_field_names[RSHARE_FIELD_LEDGER].name, b.ledger);
 	n += snprintf(json + n, sizeof(json) - (size_t)n,
 		      ",\"private_len\":%u,\"size\":%zu}", b.priv_len, len);
 	RS_RETURN(rs_copy_str(json, (size_t)n, buf, cap, out_len));

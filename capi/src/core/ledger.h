@@ -8,11 +8,15 @@
  * sent with its command fd on every rshare path (channel, broker; a fork
  * inherits it). It holds one serial per kernel handle of the table: the
  * kernel hands every object kind its handle from one space per ufile, so a
- * handle names one object at a time whatever its kind. Every rshare free
- * bumps the serial of the freed object's handle before the kernel destroy;
- * a blob carries the serial its object had when it was made or imported,
- * and an import into a context with the ledger refuses a blob whose serial
- * is not the handle's current one (RSHARE_E_NOT_FOUND).
+ * handle names one object at a time whatever its kind. VARs, whose handle
+ * rshare cannot see, are keyed by their mmap entry instead (a second set of
+ * serials; see enum rs_ledger_space). Every rshare free bumps the serial of
+ * the freed object's key before the kernel destroy; a blob carries the
+ * serial its object had when it was made or imported, and an import into a
+ * context with the ledger refuses a blob whose serial is not the key's
+ * current one (RSHARE_E_NOT_FOUND), and a free refuses a handle whose
+ * object's serial moved on since the handle got it (freed elsewhere: the
+ * destroy could reach the object now at that handle).
  *
  * The memfd is untrusted shared memory exactly as sim0's table is
  * (sim_table.h's rule): any process holding it can write any byte at any
@@ -44,13 +48,29 @@ int rs_ledger_fd(const struct rs_ledger *l);
 /* The anchor recorded by the creator (untrusted: verify it). */
 void rs_ledger_anchor(const struct rs_ledger *l, uint32_t *anchor, uint32_t *anchor_id);
 
-/* Does the ledger cover handle? Then *serial is its current serial. */
-bool rs_ledger_get(const struct rs_ledger *l, uint32_t handle, uint32_t *serial);
-/* Before a free: move handle's serial on (blobs made before no longer
+/* The ledger keeps two sets of serials, each keyed by what names one live
+ * object of a context at a time:
+ *   HANDLES  the kernel handle (PD, MR, DM: one handle space per ufile);
+ *   MMAP     a VAR's mmap entry (its kernel handle is private to libmlx5,
+ *            the mmap offset is in every VAR blob; rs_ledger_mmap_key).
+ * A serial moves on with every rshare free of the object it names. */
+enum rs_ledger_space { RS_LEDGER_HANDLES = 0, RS_LEDGER_MMAP = 1 };
+
+/* The MMAP key of a VAR at mmap_off: false when the offset is not one the
+ * ledger covers (then the VAR keeps only the checks of a context without
+ * a ledger). */
+bool rs_ledger_mmap_key(uint64_t mmap_off, uint32_t *key);
+
+/* Does the ledger cover key in space? Then *serial is its current serial. */
+bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
+		   uint32_t *serial);
+/* Before a free: move key's serial on (blobs made before no longer
  * import); *before is what it was, for rs_ledger_undo if the free fails.
- * False if the ledger does not cover handle. */
-bool rs_ledger_bump(struct rs_ledger *l, uint32_t handle, uint32_t *before);
+ * False if the ledger does not cover key. */
+bool rs_ledger_bump(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
+		    uint32_t *before);
 /* A free that failed: the serial goes back unless someone moved it since. */
-void rs_ledger_undo(struct rs_ledger *l, uint32_t handle, uint32_t before);
+void rs_ledger_undo(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
+		    uint32_t before);
 
 #endif

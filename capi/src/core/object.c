@@ -82,38 +82,61 @@ static void leave_parent(struct rs_obj *parent, struct rs_slot *dev_slot)
 		rs_unpin(dev_slot); /* the device may close from here on */
 }
 
-/* The kernel handle under which the ledger (ledger.h) keeps obj's serial.
- * None for a VAR: on hardware its kernel handle is private to libmlx5
- * (inside the export record), so a VAR keeps its own checks (a nonce, the
- * VARs this context has seen, the mmap probe: hw_var.c). */
-static bool ledger_covers(const struct rs_obj *obj)
-{
-	return obj->dev->ctx.ledger && obj->ops->slot_kind != RS_OBJ_VAR;
-}
+/* Where the ledger (ledger.h) of dev keeps the serial of an object of this
+ * slot kind with this kernel handle and (VAR) mmap offset: a VAR by its
+ * mmap entry (on hardware its kernel handle is private to libmlx5), every
+ * other kind by its handle. False when dev has no ledger or the ledger does
+ * not cover the object (it then keeps the checks of a context without one). */
+struct ledger_key {
+	enum rs_ledger_space space;
+	uint32_t key;
+};
 
-static bool ledger_handle(const struct rs_obj *obj, uint32_t *handle)
+static bool ledger_key(const struct rs_device *dev, int slot_kind, uint32_t handle,
+		       uint64_t mmap_off, struct ledger_key *k)
 {
-	if (!ledger_covers(obj))
+	if (!dev->ctx.ledger)
 		return false;
-	*handle = obj->ops->handle(obj);
+	if (slot_kind == RS_OBJ_VAR) {
+		k->space = RS_LEDGER_MMAP;
+		return rs_ledger_mmap_key(mmap_off, &k->key);
+	}
+	k->space = RS_LEDGER_HANDLES;
+	k->key = handle;
 	return true;
 }
 
-/* Publish the object built in slot, or give slot and parent back. A new
- * object takes its handle's ledger serial (if the blob did not bring it). */
-static int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
+static bool obj_ledger_key(const struct rs_obj *obj, struct ledger_key *k)
+{
+	int kind = obj->ops->slot_kind;
+
+	return ledger_key(obj->dev, kind, obj->ops->handle(obj),
+			  kind == RS_OBJ_VAR ? obj->u.var.info.mmap_off : 0, k);
+}
+
+/* A new object takes its handle's ledger serial (if the blob did not
+ * bring it). Most contexts (sim0, bare hardware) have no ledger. */
+static void take_serial(struct rs_obj *obj)
+{
+	struct ledger_key k;
+
+	if (obj_ledger_key(obj, &k))
+		obj->ledger_known = rs_ledger_get(obj->dev->ctx.ledger, k.space, k.key,
+						  &obj->ledger_serial);
+}
+
+/* Publish the object built in slot, or give slot and parent back. */
+static inline int finish(struct rs_slot *slot, const struct rs_obj_ops *ops, int status, void **out)
 {
 	struct rs_obj *obj = &slot->u.obj;
-	uint32_t handle;
 
-	if (!status && !obj->ledger_known && ledger_handle(obj, &handle))
-		obj->ledger_known = rs_ledger_get(obj->dev->ctx.ledger, handle,
-						  &obj->ledger_serial);
 	if (status) {
-		leave_parent(slot->u.obj.parent, slot->u.obj.dev_slot);
+		leave_parent(obj->parent, obj->dev_slot);
 		rs_slot_discard(slot);
 		return status;
 	}
+	if (obj->dev->ctx.ledger && !obj->ledger_known)
+		take_serial(obj);
 	*out = rs_slot_publish(slot, ops->slot_kind);
 	return RSHARE_OK;
 }
@@ -134,14 +157,24 @@ int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *a
 }
 
 /* A blob that carries a ledger serial, imported into a context with the
- * ledger: its handle must not have been freed through rshare since. */
+ * ledger: its handle (VAR: its mmap offset) must not have been freed through
+ * rshare since. */
 static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
 {
+	struct ledger_key k;
 	uint32_t now;
 
-	if (!b->has_ledger || !ledger_covers(obj) ||
-	    !rs_ledger_get(obj->dev->ctx.ledger, b->handle, &now))
+	if (!b->has_ledger ||
+	    !ledger_key(obj->dev, obj->ops->slot_kind, b->handle, b->mmap_off, &k) ||
+	    !rs_ledger_get(obj->dev->ctx.ledger, k.space, k.key, &now))
 		return RSHARE_OK;
+	if (now != b->ledger && k.space == RS_LEDGER_MMAP)
+		return rs_fail(RSHARE_E_NOT_FOUND, 0,
+			       "VAR page %u at mmap offset 0x%llx on %s was freed since this "
+			       "blob was made (ledger serial %u, the blob's %u): the offset "
+			       "was or will be handed to another VAR",
+			       b->page_id, (unsigned long long)b->mmap_off, obj->dev->ctx.name,
+			       now, b->ledger);
 	if (now != b->ledger)
 		return rs_fail(RSHARE_E_NOT_FOUND, 0,
 			       "%s handle %u on %s was freed since this blob was made "
@@ -236,13 +269,29 @@ static int release(const void *h, const struct rs_obj_ops *ops, bool destroy, bo
 		/* Blobs of it stop importing before the kernel can hand its
 		 * handle to another object. */
 		struct rs_ledger *l = obj->dev->ctx.ledger;
-		uint32_t handle, before;
-		bool bumped = ledger_handle(obj, &handle) && rs_ledger_bump(l, handle, &before);
+		struct ledger_key k;
+		uint32_t before;
+		bool bumped = obj_ledger_key(obj, &k) && rs_ledger_bump(l, k.space, k.key, &before);
 
+		/* The serial moved on since this handle got the object: it was
+		 * freed through rshare elsewhere, and the kernel may have given
+		 * its handle (or VAR offset) to another object, which a destroy
+		 * would take down instead. (A held MR is freed by its buffer,
+		 * which checked and bumped the same handle's serial already.) */
+		if (bumped && !owner && obj->ledger_known && before != obj->ledger_serial) {
+			rs_ledger_undo(l, k.space, k.key, before);
+			rs_retire_cancel(slot);
+			return rs_fail(RSHARE_E_NOT_FOUND, 0,
+				       "this %s on %s was freed by another process since this "
+				       "handle got it (ledger serial %u, the handle's %u): "
+				       "unimport it instead",
+				       rs_obj_kind_name(ops->slot_kind), obj->dev->ctx.name,
+				       before, obj->ledger_serial);
+		}
 		status = ops->destroy(obj);
 		if (status) {
 			if (bumped)
-				rs_ledger_undo(l, handle, before);
+				rs_ledger_undo(l, k.space, k.key, before);
 			rs_retire_cancel(slot); /* still ours: unimport remains */
 			return status;
 		}

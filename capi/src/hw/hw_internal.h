@@ -87,6 +87,12 @@ int rs_hw_seen_check(const struct rs_ctx *ctx, const struct rs_var_info *var,
 /* A fresh nonzero nonce for a new VAR. */
 uint64_t rs_hw_var_nonce(void);
 
+/* hw_pd.c */
+int rs_hw_pd_alloc(struct rs_ctx *ctx, struct rs_pd_info *pd);
+int rs_hw_pd_import(struct rs_ctx *ctx, struct rs_pd_info *pd);
+void rs_hw_pd_unimport(struct rs_ctx *ctx, struct rs_pd_info *pd);
+int rs_hw_pd_dealloc(struct rs_ctx *ctx, struct rs_pd_info *pd);
+
 /* hw_mr.c */
 int rs_hw_mr_reg(struct rs_ctx *ctx, struct rs_pd_info *pd, void *addr, uint64_t length,
 		 uint32_t access, struct rs_mr_info *mr);

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The per-context ledger's memfd (core/ledger.h): one page, sealed against
+ * The per-context ledger's memfd (core/ledger.h): two pages, sealed against
  * any change of size as sim0's table is (SIM_SEALS), read and written only
  * through sim0's shared-memory accessors (SH_LOAD/SH_STORE and atomic
  * read-modify-writes), its constants validated once at adoption.
  *
  * Layout (little-endian host order; both ends are this library on one host):
- *   u64 magic "RSHLEDG1", u32 layout (1), u32 slots (RS_LEDGER_SLOTS),
+ *   u64 magic "RSHLEDG1", u32 layout (2), u32 slots (RS_LEDGER_SLOTS),
  *   u64 guid of the device, u32 anchor handle, u32 anchor id (mlx5: the
- *   sentinel PD's number), then u32 serial[slots], one per kernel handle.
+ *   sentinel PD's number), u32 mmap_slots (RS_LEDGER_MMAP_SLOTS), u32 0,
+ *   then u32 serial[slots], one per kernel handle, and u32
+ *   mmap_serial[mmap_slots], one per VAR mmap entry (rs_ledger_mmap_key).
+ * Layout 1 (one page, no mmap serials) is refused: such a ledger is dropped
+ * and the context keeps the checks of one without a ledger.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +29,13 @@
 #include "util/fdutil.h"
 
 #define LEDGER_MAGIC 0x314744454c485352ull /* "RSHLEDG1" as little-endian bytes */
-#define LEDGER_LAYOUT 1u
-#define LEDGER_SIZE 4096u
-#define LEDGER_HEAD 32u
-#define RS_LEDGER_SLOTS ((LEDGER_SIZE - LEDGER_HEAD) / 4u)
+#define LEDGER_LAYOUT 2u
+#define LEDGER_SIZE 8192u
+#define LEDGER_HEAD 40u
+/* mlx5 hands a context's mmap entries out lowest-free, so a few hundred
+ * cover every VAR a context can usefully hold (rs_ledger_mmap_key). */
+#define RS_LEDGER_MMAP_SLOTS 256u
+#define RS_LEDGER_SLOTS ((LEDGER_SIZE - LEDGER_HEAD) / 4u - RS_LEDGER_MMAP_SLOTS)
 
 struct ledger_file {
 	uint64_t magic;
@@ -37,9 +44,12 @@ struct ledger_file {
 	uint64_t guid;
 	uint32_t anchor;
 	uint32_t anchor_id;
+	uint32_t mmap_slots;
+	uint32_t reserved;
 	uint32_t serial[RS_LEDGER_SLOTS];
+	uint32_t mmap_serial[RS_LEDGER_MMAP_SLOTS];
 };
-_Static_assert(sizeof(struct ledger_file) == LEDGER_SIZE, "one page");
+_Static_assert(sizeof(struct ledger_file) == LEDGER_SIZE, "two pages, no padding");
 
 struct rs_ledger {
 	int fd;
@@ -83,6 +93,7 @@ int rs_ledger_create(uint64_t guid, uint32_t anchor, uint32_t anchor_id,
 	/* Nobody else holds the fd yet: plain stores, the magic last. */
 	l->f->layout = LEDGER_LAYOUT;
 	l->f->slots = RS_LEDGER_SLOTS;
+	l->f->mmap_slots = RS_LEDGER_MMAP_SLOTS;
 	l->f->guid = guid;
 	l->f->anchor = l->anchor = anchor;
 	l->f->anchor_id = l->anchor_id = anchor_id;
@@ -97,7 +108,7 @@ struct rs_ledger *rs_ledger_adopt(int fd, uint64_t guid)
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	/* A memfd of exactly one page that can never shrink: a mapping of it
+	/* A memfd of exactly LEDGER_SIZE that can never shrink: a mapping of it
 	 * never loses its end (no SIGBUS), whatever a peer does. */
 	if (seals < 0 || (seals & SIM_SEALS) != SIM_SEALS || (seals & F_SEAL_WRITE) ||
 	    fstat(fd, &st) < 0 || st.st_size != LEDGER_SIZE || !(l = wrap(fd))) {
@@ -105,7 +116,8 @@ struct rs_ledger *rs_ledger_adopt(int fd, uint64_t guid)
 		return NULL;
 	}
 	if (SH_LOAD(l->f->magic) != LEDGER_MAGIC || SH_LOAD(l->f->layout) != LEDGER_LAYOUT ||
-	    SH_LOAD(l->f->slots) != RS_LEDGER_SLOTS || SH_LOAD(l->f->guid) != guid) {
+	    SH_LOAD(l->f->slots) != RS_LEDGER_SLOTS ||
+	    SH_LOAD(l->f->mmap_slots) != RS_LEDGER_MMAP_SLOTS || SH_LOAD(l->f->guid) != guid) {
 		rs_ledger_close(l);
 		return NULL;
 	}
@@ -134,27 +146,72 @@ void rs_ledger_anchor(const struct rs_ledger *l, uint32_t *anchor, uint32_t *anc
 	*anchor_id = l->anchor_id;
 }
 
-bool rs_ledger_get(const struct rs_ledger *l, uint32_t handle, uint32_t *serial)
+/*
+ * A VAR's key: its entry in the ucontext's mmap xarray. mlx5_ib inserts
+ * every VAR (and dynamic UAR: one per ibv_open_device/ibv_import_device)
+ * entry with rdma_user_mmap_entry_insert_range() over page offsets
+ * (9 << 16) .. (255 << 16) + 0xffff, which takes the lowest free one
+ * (drivers/infiniband/core/ib_core_uverbs.c; hw/mlx5/main.c
+ * mlx5_rdma_user_mmap_entry_insert, alloc_var_entry, alloc_uar_entry), and
+ * tells user space mlx5_entry_to_mmap_offset() of it: for the first 256
+ * entries the offset page is 0x900 + index. The entry is removed only when
+ * the VAR is destroyed and its last mapping gone, so while a VAR lives no
+ * other VAR of the context has its offset, and a freed VAR's offset comes
+ * back for the next one: the offset, not the device-wide page_id (mlx5's VAR bitmap
+ * is shared by every context of the device, and can be thousands long),
+ * names one VAR per context at a time and is in every blob.
+ */
+bool rs_ledger_mmap_key(uint64_t mmap_off, uint32_t *key)
 {
-	if (!l || handle >= RS_LEDGER_SLOTS)
+	uint64_t page = (uint64_t)getpagesize(), index;
+
+	if (mmap_off % page)
 		return false;
-	*serial = SH_LOAD(l->f->serial[handle]);
+	index = mmap_off / page;
+	if (index < 0x900 || index >= 0x900 + RS_LEDGER_MMAP_SLOTS)
+		return false;
+	*key = (uint32_t)(index - 0x900);
 	return true;
 }
 
-bool rs_ledger_bump(struct rs_ledger *l, uint32_t handle, uint32_t *before)
+/* The serial of key in space, or NULL if the ledger does not cover it. */
+static uint32_t *slot(const struct rs_ledger *l, enum rs_ledger_space space, uint32_t key)
 {
-	if (!l || handle >= RS_LEDGER_SLOTS)
+	if (!l)
+		return NULL;
+	if (space == RS_LEDGER_MMAP)
+		return key < RS_LEDGER_MMAP_SLOTS ? &l->f->mmap_serial[key] : NULL;
+	return key < RS_LEDGER_SLOTS ? &l->f->serial[key] : NULL;
+}
+
+bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
+		   uint32_t *serial)
+{
+	uint32_t *p = slot(l, space, key);
+
+	if (!p)
 		return false;
-	*before = __atomic_fetch_add(&l->f->serial[handle], 1, __ATOMIC_RELAXED);
+	*serial = SH_LOAD(*p);
 	return true;
 }
 
-void rs_ledger_undo(struct rs_ledger *l, uint32_t handle, uint32_t before)
+bool rs_ledger_bump(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
+		    uint32_t *before)
 {
-	uint32_t bumped = before + 1;
+	uint32_t *p = slot(l, space, key);
 
-	if (l && handle < RS_LEDGER_SLOTS)
-		__atomic_compare_exchange_n(&l->f->serial[handle], &bumped, before, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	if (!p)
+		return false;
+	*before = __atomic_fetch_add(p, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+void rs_ledger_undo(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
+		    uint32_t before)
+{
+	uint32_t *p = slot(l, space, key), bumped = before + 1;
+
+	if (p)
+		__atomic_compare_exchange_n(p, &bumped, before, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
 }

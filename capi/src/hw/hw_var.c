@@ -96,7 +96,9 @@ static int probe(const struct rs_ctx *ctx, const struct rs_var_info *var)
  * can be known without a kernel VAR query: this context's own record of
  * the VARs it has seen there (hw_var_seen.c), then the kernel's mmap entry
  * (a destroyed VAR's offset answers EINVAL). A VAR freed elsewhere whose
- * offset was then handed to a new VAR cannot be told from it here.
+ * offset was then handed to a new VAR cannot be told from it here; with a
+ * ledger the core refused such a blob before (its offset's serial moved
+ * on: core/object.c check_ledger).
  */
 static int check_alive(const struct rs_ctx *ctx, const struct rs_var_info *var,
 		       const char *what)

@@ -28,7 +28,7 @@ struct sk_obj {
 
 struct sk_entry {
 	uint32_t state;
-	uint32_t page_id;
+	uint32_t page_id; /* a VAR's device page; 0 for a UAR's entry */
 	uint32_t maps;
 };
 
@@ -76,6 +76,7 @@ struct sk_devfile {
 	uint64_t magic;
 	pthread_mutex_t lock; /* process-shared, robust */
 	struct sk_devstate dev[SK_NDEVICES];
+	uint32_t env_gen; /* moved by sk_env_changed() (atomic) */
 };
 
 static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
@@ -140,9 +141,53 @@ static uint32_t take(uint8_t *map, uint32_t n)
 
 /* ---- The ufile ------------------------------------------------------------ */
 
+/* ---- Test hooks ----------------------------------------------------------- */
+
+static const char *const env_names[SK_ENV_COUNT] = {
+	[SK_ENV_DISASSOCIATED] = "STANDIN_DISASSOCIATED",
+	[SK_ENV_ALLOW_DISASSOC_DESTROY] = "RDMAV_ALLOW_DISASSOC_DESTROY",
+	[SK_ENV_NO_VAR_SUPPORT] = "STANDIN_NO_VAR_SUPPORT",
+	[SK_ENV_MAX_DM_SIZE] = "STANDIN_MAX_DM_SIZE",
+	[SK_ENV_VAR_FAULT] = "STANDIN_VAR_FAULT",
+	[SK_ENV_EXPORT_SIZES_GROWN] = "STANDIN_EXPORT_SIZES_GROWN",
+	[SK_ENV_FAIL_IMPORT] = "STANDIN_FAIL_IMPORT",
+	[SK_ENV_FAIL_ALLOC_PD] = "STANDIN_FAIL_ALLOC_PD",
+};
+static const char *env_value[SK_ENV_COUNT];
+static uint32_t env_read_at = UINT32_MAX; /* env_gen when env_value was read */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A getenv() scans the whole environment: one per command cost more than
+ * rshare's own checks on the import paths rshare-bench measures (a real
+ * rdma-core has no such hooks; docs/hardware.md, "What the identity checks
+ * cost"). So the hooks are read once, and again only when the device
+ * file's generation moved. The values are getenv()'s own pointers: glibc
+ * never frees a string setenv() replaced. */
+const char *sk_env(enum sk_env which)
+{
+	uint32_t gen;
+
+	pthread_once(&dev_once, dev_map);
+	gen = __atomic_load_n(&dev_file->env_gen, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&env_read_at, __ATOMIC_ACQUIRE) != gen) {
+		pthread_mutex_lock(&env_lock);
+		for (int i = 0; i < SK_ENV_COUNT; i++)
+			__atomic_store_n(&env_value[i], getenv(env_names[i]), __ATOMIC_RELAXED);
+		__atomic_store_n(&env_read_at, gen, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&env_lock);
+	}
+	return __atomic_load_n(&env_value[which], __ATOMIC_RELAXED);
+}
+
+void sk_env_changed(void)
+{
+	pthread_once(&dev_once, dev_map);
+	__atomic_fetch_add(&dev_file->env_gen, 1, __ATOMIC_RELEASE);
+}
+
 int sk_check_alive(void)
 {
-	return getenv("STANDIN_DISASSOCIATED") ? EIO : 0;
+	return sk_env(SK_ENV_DISASSOCIATED) ? EIO : 0;
 }
 
 static void lock(struct sk_ufile *uf)
@@ -219,15 +264,38 @@ void sk_ufile_unmap(struct sk_ufile *uf)
 	munmap(uf, SK_TABLE_SIZE);
 }
 
+/* The lowest free mmap entry of the ufile (rdma_user_mmap_entry_insert_range
+ * in drivers/infiniband/core/ib_core_uverbs.c: the first free index of the
+ * ucontext's mmap_xa from the range's start), or SK_MMAP_ENTRIES. */
+static uint32_t free_entry(const struct sk_ufile *uf)
+{
+	uint32_t e;
+
+	for (e = 0; e < SK_MMAP_ENTRIES && uf->entries[e].state != ENTRY_FREE; e++)
+		;
+	return e;
+}
+
+/* The context's non-cached UAR: an mmap entry with no VAR page (its
+ * doorbell page is never mapped here). Called locked. */
+static int uar_create(struct sk_ufile *uf, struct sk_obj_info *info)
+{
+	uint32_t e = free_entry(uf);
+
+	if (e == SK_MMAP_ENTRIES)
+		return ENOMEM;
+	uf->entries[e] = (struct sk_entry){ ENTRY_LIVE, 0, 0 };
+	info->entry = e;
+	return 0;
+}
+
 /* A VAR: a device page (ENOSPC when none is left, as alloc_var_entry), an
  * mmap entry of this ufile, its backing zeroed. Called locked. */
 static int var_create(struct ibv_context *ctx, struct sk_ufile *uf, struct sk_obj_info *info)
 {
 	struct sk_devstate *ds;
-	uint32_t e, page;
+	uint32_t e = free_entry(uf), page;
 
-	for (e = 0; e < SK_MMAP_ENTRIES && uf->entries[e].state != ENTRY_FREE; e++)
-		;
 	if (e == SK_MMAP_ENTRIES)
 		return ENOMEM;
 	ds = dev_lock(uf->dev_index);
@@ -253,10 +321,13 @@ static int var_create(struct ibv_context *ctx, struct sk_ufile *uf, struct sk_ob
 /* Release entry e and its device page. Called locked. */
 static void entry_release(struct sk_ufile *uf, uint32_t e)
 {
-	struct sk_devstate *ds = dev_lock(uf->dev_index);
+	struct sk_devstate *ds;
 
-	ds->var_page[uf->entries[e].page_id - SK_VAR_PAGE_ID0] = 0;
-	dev_unlock();
+	if (uf->entries[e].page_id) {
+		ds = dev_lock(uf->dev_index);
+		ds->var_page[uf->entries[e].page_id - SK_VAR_PAGE_ID0] = 0;
+		dev_unlock();
+	}
 	uf->entries[e] = (struct sk_entry){ 0 };
 }
 
@@ -388,7 +459,7 @@ int sk_obj_create(struct ibv_context *ctx, enum sk_type type, struct sk_obj_info
 	case SK_VAR: err = var_create(ctx, uf, info); break;
 	case SK_MR: err = mr_create(uf, info); break;
 	case SK_DM: err = dm_create(uf, info); break;
-	case SK_UAR: err = 0; break;
+	case SK_UAR: err = uar_create(uf, info); break;
 	default: err = EINVAL;
 	}
 	if (err)
@@ -439,6 +510,7 @@ static int destroy_locked(struct sk_ufile *uf, struct sk_obj *o)
 		dev_unlock();
 		break;
 	case SK_VAR:
+	case SK_UAR:
 		/* The entry leaves the xarray now (new mmaps fail); it and its
 		 * page go when the last mapping does. */
 		e = o->info.entry;

@@ -22,7 +22,7 @@
  * program links sk_mmap.c, which routes its mmap/munmap of a ufile through
  * sk_entry_map/sk_entry_unmap (see there).
  *
- * Test hooks (environment, read at each call):
+ * Test hooks (environment; read once, and again after sk_env_changed()):
  *   STANDIN_DISASSOCIATED   the devices were removed: every command answers
  *                           EIO (destroys too, unless
  *                           RDMAV_ALLOW_DISASSOC_DESTROY is set), mmap fails
@@ -36,6 +36,8 @@
  *                           the doorbell page"
  *   RDMAV_ALLOW_DISASSOC_DESTROY  rdma-core's own variable (libibverbs
  *                           init.c): only with it is EIO on destroy success
+ * and STANDIN_FAIL_IMPORT, STANDIN_FAIL_ALLOC_PD and
+ * STANDIN_EXPORT_SIZES_GROWN (see their users in sk_verbs.c, sk_mlx5.c).
  */
 #ifndef STANDIN_SK_KERNEL_H
 #define STANDIN_SK_KERNEL_H
@@ -47,7 +49,7 @@
 
 #define SK_PAGE 4096u
 #define SK_MAX_OBJS 64u        /* objects per ufile; the next alloc gets ENOMEM */
-#define SK_MMAP_ENTRIES 32u    /* VAR mmap entries per ufile */
+#define SK_MMAP_ENTRIES 32u    /* mmap entries (UARs, VARs) per ufile, < 256 */
 #define SK_VAR_PAGES 16u       /* VAR pages per device; the next gets ENOSPC */
 #define SK_VAR_PAGE_ID0 0x100u /* page_id of the device's first VAR page */
 #define SK_PDNS 256u           /* PD numbers per device (pdn 1..SK_PDNS) */
@@ -58,13 +60,22 @@
 #define SK_DM_CHUNKS 64u       /* per ufile: 16 KiB of device memory */
 #define SK_NDEVICES 2u
 #define SK_TABLE_SIZE (2u * SK_PAGE) /* the object table, at offset 0 */
-#define SK_ENTRY_OFF(e) (SK_TABLE_SIZE + (uint64_t)SK_PAGE * (e))
+/* The mmap offset of entry e, as mlx5_ib tells it: entries are inserted
+ * lowest-free from page offset MLX5_IB_MMAP_OFFSET_START << 16 (9 << 16)
+ * and mlx5_entry_to_mmap_offset() turns page offset (9 << 16) + e into
+ * offset page 0x900 + e for e < 256 (drivers/infiniband/hw/mlx5/main.c
+ * mlx5_rdma_user_mmap_entry_insert, mlx5_entry_to_mmap_offset). The
+ * memfd keeps the entry's backing page at that same offset (sparse). */
+#define SK_MMAP_PAGE0 0x900u
+#define SK_ENTRY_OFF(e) ((uint64_t)SK_PAGE * (SK_MMAP_PAGE0 + (e)))
 #define SK_DM_OFF SK_ENTRY_OFF(SK_MMAP_ENTRIES)
 #define SK_UFILE_SIZE (SK_DM_OFF + (uint64_t)SK_DM_CHUNK * SK_DM_CHUNKS)
 
 /* SK_UAR: the provider-internal non-cached UAR that mlx5_set_context()
  * allocates on every open and import (upstream providers/mlx5/verbs.c,
- * mlx5_set_singleton_nc_uar); it takes a handle like any user object. */
+ * mlx5_set_singleton_nc_uar); it takes a handle like any user object, and
+ * an mmap entry in the range VARs take theirs from (kernel
+ * drivers/infiniband/hw/mlx5/main.c alloc_uar_entry). */
 enum sk_type { SK_NONE = 0, SK_PD = 1, SK_VAR = 2, SK_MR = 3, SK_DM = 4, SK_UAR = 5 };
 
 /* One stand-in device. */
@@ -107,7 +118,7 @@ struct sk_dm {
 struct sk_obj_info {
 	uint32_t pdn;             /* SK_PD: PD number, device-wide */
 	uint32_t page_id;         /* SK_VAR */
-	uint32_t entry;           /* SK_VAR: mmap entry index */
+	uint32_t entry;           /* SK_VAR, SK_UAR: mmap entry index */
 	uint32_t pd;              /* SK_MR: handle of its PD */
 	uint32_t lkey, rkey;      /* SK_MR */
 	uint32_t access;          /* SK_MR */
@@ -122,6 +133,26 @@ uint32_t sk_device_index(struct ibv_device *dev);
 
 /* Every "ioctl" below: 0 or an errno value, EIO on a disassociated device. */
 int sk_check_alive(void);
+
+/* The test hooks, as getenv() would answer them. */
+enum sk_env {
+	SK_ENV_DISASSOCIATED,
+	SK_ENV_ALLOW_DISASSOC_DESTROY,
+	SK_ENV_NO_VAR_SUPPORT,
+	SK_ENV_MAX_DM_SIZE,
+	SK_ENV_VAR_FAULT,
+	SK_ENV_EXPORT_SIZES_GROWN,
+	SK_ENV_FAIL_IMPORT,
+	SK_ENV_FAIL_ALLOC_PD,
+	SK_ENV_COUNT
+};
+const char *sk_env(enum sk_env which);
+/* A test changed a hook (setenv/unsetenv): every process on the device
+ * state re-reads its hooks at its next sk_env(). The test calls its own
+ * copy of this file (linked with sk_mmap.c); the generation it moves is in
+ * the device-state file, shared with the stand-in libraries' copy when
+ * STANDIN_DEVICE_STATE names one (hw_suite sets it). */
+void sk_env_changed(void);
 
 /* Create an object in the context's table; in: the fields of info the type
  * needs (SK_MR: pd, access, addr, length; SK_DM: length), out: the rest.

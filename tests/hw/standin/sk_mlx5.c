@@ -108,7 +108,7 @@ struct mlx5dv_var *mlx5dv_alloc_var(struct ibv_context *context, uint32_t flags)
 	}
 	/* A kernel or device without the VAR object: the ioctl names an
 	 * unknown object, answered with EPROTONOSUPPORT. */
-	if (getenv("STANDIN_NO_VAR_SUPPORT")) {
+	if (sk_env(SK_ENV_NO_VAR_SUPPORT)) {
 		errno = sk_check_alive() ?: EPROTONOSUPPORT;
 		return NULL;
 	}
@@ -157,8 +157,7 @@ void _mlx5dv_get_export_sizes(struct mlx5dv_export_sizes *sizes, size_t sizes_le
 	 * libmlx5 whose struct has grown a field: a caller that gave less room
 	 * would be written past its buffer, which the stand-in turns into an
 	 * abort so that a test sees it in every build. */
-	size_t own = getenv("STANDIN_EXPORT_SIZES_GROWN") ? 4 * sizeof(uint32_t)
-							  : sizeof(*sizes);
+	size_t own = sk_env(SK_ENV_EXPORT_SIZES_GROWN) ? 4 * sizeof(uint32_t) : sizeof(*sizes);
 
 	if (sizes_len < own) {
 		fprintf(stderr, "stand-in libmlx5: _mlx5dv_get_export_sizes given %zu bytes, "

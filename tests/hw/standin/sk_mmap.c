@@ -99,7 +99,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		errno = err;
 		return MAP_FAILED;
 	}
-	p = real_mmap()(addr, len, getenv("STANDIN_VAR_FAULT") ? PROT_NONE : prot, flags, fd,
+	p = real_mmap()(addr, len, sk_env(SK_ENV_VAR_FAULT) ? PROT_NONE : prot, flags, fd,
 			off);
 	pthread_mutex_lock(&maps_lock);
 	for (slot = 0; slot < SK_MAX_MAPS && maps[slot].addr; slot++)

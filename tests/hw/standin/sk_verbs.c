@@ -102,7 +102,7 @@ static int sk_query_device_ex(struct ibv_context *context,
  * device memory); rxe has none. */
 static uint64_t max_dm_size(const struct sk_device *dev)
 {
-	const char *env = getenv("STANDIN_MAX_DM_SIZE");
+	const char *env = sk_env(SK_ENV_MAX_DM_SIZE);
 
 	if (!dev->mlx5)
 		return 0;
@@ -206,7 +206,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
  * failure would close it. */
 static void fail_adopted(int cmd_fd)
 {
-	const char *how = getenv("STANDIN_FAIL_IMPORT");
+	const char *how = sk_env(SK_ENV_FAIL_IMPORT);
 	char num[16], self[64];
 	int s;
 
@@ -256,7 +256,7 @@ struct ibv_context *ibv_import_device(int cmd_fd)
 		return NULL;
 	}
 	/* From here on the context owns cmd_fd, failure or not. */
-	if (getenv("STANDIN_FAIL_IMPORT")) {
+	if (sk_env(SK_ENV_FAIL_IMPORT)) {
 		fail_adopted(cmd_fd);
 		errno = EIO;
 		return NULL;
@@ -305,7 +305,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	struct ibv_pd *pd;
 	/* Test hook: STANDIN_FAIL_ALLOC_PD=<errno> makes the kernel refuse, as
 	 * it does with EPERM, EACCES, EOPNOTSUPP, EIO... */
-	const char *inject = getenv("STANDIN_FAIL_ALLOC_PD");
+	const char *inject = sk_env(SK_ENV_FAIL_ALLOC_PD);
 	int err = inject ? atoi(inject) : sk_obj_create(context, SK_PD, &info, &handle);
 
 	if (err) {
@@ -325,7 +325,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
  * sees EIO and keeps the object. */
 static int destroy_status(int err)
 {
-	const char *allow = getenv("RDMAV_ALLOW_DISASSOC_DESTROY");
+	const char *allow = sk_env(SK_ENV_ALLOW_DISASSOC_DESTROY);
 
 	return err == EIO && allow && strcmp(allow, "0") != 0 ? 0 : err;
 }
