@@ -399,7 +399,8 @@ function broker.extend(M)
   Attach.__index = Attach
 
   -- attach_start(name[, opts]): start attaching without waiting (since
-  -- 1.2); opts.endpoint, opts.import as for attach. The operation waits
+  -- 1.2); opts.endpoint, opts.import as for attach (a share's buffers
+  -- come as from attach: bufs, or fds with import = false). The operation waits
   -- at the broker without a time limit (the loop keeps time): poll op:fd()
   -- for readability, then op:finish(); op:cancel() gives up, leaving no fd
   -- and no request at the broker (as does collecting the operation).
