@@ -375,10 +375,12 @@ static void case_buffer_share(void)
 	CHECK_ST(rshare_attach_finishv(op, &dev, NULL, 0, &n, payload, sizeof(payload), &len),
 		 RSHARE_E_NOSPACE);
 	CHECK(n == 1 && len == bp.len);
+	CHECK_MSG("room for 0 fds");
 	n = len = 0;
 	CHECK_ST(rshare_attach_finishv(op, &dev, fds, 4, &n, small, sizeof(small), &len),
 		 RSHARE_E_NOSPACE);
 	CHECK(n == 1 && len == bp.len && fds[0] == -1);
+	CHECK_MSG("too small");
 	CHECK_ST(rshare_attach_finishv(op, &dev, fds, 4, NULL, payload, sizeof(payload), &len),
 		 RSHARE_E_INVAL);
 	/* Room for both: the device, the payload and the buffer's memfd. */

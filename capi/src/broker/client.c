@@ -907,11 +907,16 @@ static int attach_op_fits(const struct attach_op *op, const struct attach_fds *x
 			       "(the share is kept)", nextra);
 	if (x)
 		*x->n = nextra; /* both sizes told at once: one retry suffices */
-	if (op->rep.h.len > room || (x && nextra > (x->fds ? x->cap : 0))) {
+	if (x && nextra > (x->fds ? x->cap : 0)) {
 		*len = op->rep.h.len;
-		return rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu bytes and %zu fds, the share "
-			       "has %u and %zu (the share is kept)", room,
-			       x && x->fds ? x->cap : 0, op->rep.h.len, nextra);
+		return rs_fail(RSHARE_E_NOSPACE, 0, "room for %zu fds, the share has %zu (and "
+			       "%u payload bytes; the share is kept)", x->fds ? x->cap : 0, nextra,
+			       op->rep.h.len);
+	}
+	if (op->rep.h.len > room) {
+		*len = op->rep.h.len;
+		return rs_fail(RSHARE_E_NOSPACE, 0, "payload buffer of %zu bytes too small, %u "
+			       "needed (the share is kept)", room, op->rep.h.len);
 	}
 	return RSHARE_OK;
 }
