@@ -422,6 +422,72 @@ static void case_buffer_share(void)
 	CHECK(count_fds() == before);
 }
 
+/* finishv in one thread while another cancels the op that holds a
+ * received share (its memfd among them): each call answers NOSPACE,
+ * STALE or (the cancel) OK, never anything else, and no fd stays. */
+struct finisher {
+	rshare_attach *op;
+	int bad; /* statuses other than NOSPACE and STALE */
+};
+
+static void *finish_until_stale(void *arg)
+{
+	struct finisher *f = arg;
+	unsigned char payload[2 * RSHARE_BLOB_MAX];
+	rshare_device *dev;
+	size_t n, len;
+	int st;
+
+	do {
+		st = rshare_attach_finishv(f->op, &dev, NULL, 0, &n, payload, sizeof(payload), &len);
+		f->bad += st != RSHARE_E_NOSPACE && st != RSHARE_E_STALE;
+	} while (st == RSHARE_E_NOSPACE);
+	return NULL;
+}
+
+static void case_buffer_cancel_race(void)
+{
+	int before = count_fds(), done, st;
+	struct buf_pub bp;
+	pid_t pub = buf_publisher(&bp, &done);
+	int mid = count_fds();
+
+	for (int i = 0; i < 20; i++) {
+		struct finisher f = { NULL, 0 };
+		pthread_t th;
+
+		REQUIRE_OK(rshare_broker_attach_startv(path, BUF_NAME, &f.op));
+		REQUIRE_OK(rshare_attach_wait(f.op, 5000, 0));
+		REQUIRE(pthread_create(&th, NULL, finish_until_stale, &f) == 0);
+		if (i % 2)
+			usleep(100); /* sometimes after the reply was read, sometimes before */
+		CHECK_OK(rshare_attach_cancel(f.op));
+		pthread_join(th, NULL);
+		CHECK(f.bad == 0);
+		CHECK(count_fds() == mid);
+	}
+	/* The publisher waits for this process's write: give it one. */
+	{
+		unsigned char payload[2 * RSHARE_BLOB_MAX];
+		rshare_attach *op;
+		rshare_device *dev;
+		size_t n, len;
+		int fd;
+
+		REQUIRE_OK(rshare_broker_attach_startv(path, BUF_NAME, &op));
+		REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+		REQUIRE_OK(rshare_attach_finishv(op, &dev, &fd, 1, &n, payload, sizeof(payload),
+						 &len));
+		use_buffer(dev, payload, &bp, fd);
+		close(fd);
+		CHECK_OK(rshare_device_close(dev));
+	}
+	close(done);
+	REQUIRE(waitpid(pub, &st, 0) == pub);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(count_fds() == before);
+}
+
 /* The broker stops while an operation waits: finish reports it, once. */
 static pid_t broker; /* the broker process of the case, 0 once reaped */
 

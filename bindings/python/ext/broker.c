@@ -349,21 +349,23 @@ static PyObject *attach_fd(PyObject *self, PyObject *arg)
 	return st ? rs_py_raise(st) : PyLong_FromLong(fd);
 }
 
-/* A list of the received fds, the list's then (closed if it cannot be made). */
+/* A list of the received fds, the caller's then; if it cannot be made
+ * (out of memory), every fd is closed and NULL returned. */
 static PyObject *fd_list(const int *fds, size_t nfds)
 {
 	PyObject *fdl = PyList_New((Py_ssize_t)nfds);
 
-	for (size_t i = 0; i < nfds; i++) {
-		PyObject *v = fdl ? PyLong_FromLong(fds[i]) : NULL;
+	for (size_t i = 0; fdl && i < nfds; i++) {
+		PyObject *v = PyLong_FromLong(fds[i]);
 
-		if (v) {
+		if (v)
 			PyList_SET_ITEM(fdl, (Py_ssize_t)i, v);
-		} else {
-			close(fds[i]);
+		else
 			Py_CLEAR(fdl);
-		}
 	}
+	if (!fdl)
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
 	return fdl;
 }
 
