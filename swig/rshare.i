@@ -170,9 +170,11 @@
 /* Since 1.2, wrapped the same way (bindings/python/ext/broker.c, swig/lua/broker_lua.i). */
 %ignore rshare_broker_waiting;
 %ignore rshare_broker_attach_start;
+%ignore rshare_broker_attach_startv;
 %ignore rshare_attach_fd;
 %ignore rshare_attach_wait;
 %ignore rshare_attach_finish;
+%ignore rshare_attach_finishv;
 %ignore rshare_attach_cancel;
 %ignore rshare_broker_publishv;
 %ignore rshare_broker_attachv;
