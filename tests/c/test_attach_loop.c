@@ -399,7 +399,7 @@ static void case_buffer_share(void)
 	REQUIRE_OK(rshare_attach_wait(plain, 5000, 0));
 	CHECK_ST(rshare_attach_finishv(plain, &dev, fds, 4, &n, payload, sizeof(payload), &len),
 		 RSHARE_E_PROTOCOL);
-	CHECK_MSG("rshare_broker_attachv");
+	CHECK_MSG("rshare_broker_attach_startv");
 	CHECK_ST(rshare_attach_cancel(plain), RSHARE_E_STALE);
 
 	/* Cancelled after the share arrived: read into the op (a short fds_cap)

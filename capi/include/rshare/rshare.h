@@ -1207,7 +1207,7 @@ RSHARE_API int rshare_broker_attach_start(const char *endpoint, const char *name
  * rshare_attach_finishv() hands them over. A share without extra fds
  * arrives as with rshare_broker_attach_start(). (An operation started
  * without v is refused such a share by the broker: its finish answers
- * RSHARE_E_PROTOCOL, naming rshare_broker_attachv, and the op is over.)
+ * RSHARE_E_PROTOCOL, naming this call, and the op is over.)
  * Returns the statuses of rshare_broker_attach_start(); a 1.1 broker
  * refuses the request (the finish answers RSHARE_E_PROTOCOL). Since 1.2.
  */

@@ -259,7 +259,8 @@ static void serve_attach(struct share *sh, struct conn *c, uint32_t cap, bool wi
 	if (sh->nfds && !with_fds) {
 		send_error(c, RSB_ATTACH, RSHARE_E_PROTOCOL,
 			   "share \"%s\" carries %d fd(s) besides the device "
-			   "(a buffer's memory): attach with rshare_broker_attachv", sh->name,
+			   "(a buffer's memory): attach with rshare_broker_attachv (or, from "
+			   "an event loop, rshare_broker_attach_startv)", sh->name,
 			   sh->nfds);
 		return;
 	}
