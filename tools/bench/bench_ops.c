@@ -440,15 +440,15 @@ static int fbuf_free(struct rs_ctx *ctx, union info *o)
 
 static const struct kind kinds[] = {
 	[OPK_PD] = { "pd", PD_BATCH, PD_ROUNDS, pd_alloc, pd_export, pd_import, pd_unimport,
-		     pd_free, fpd_alloc, fpd_export, fpd_import, fpd_unimport, fpd_free },
+		     pd_free, fpd_alloc, fpd_export, fpd_import, fpd_unimport, fpd_free, NULL, NULL },
 	[OPK_VAR] = { "var", VAR_BATCH, VAR_ROUNDS, var_alloc, var_export, var_import,
 		      var_unimport, var_free, fvar_alloc, fvar_export, fvar_import,
-		      fvar_unimport, fvar_free },
+		      fvar_unimport, fvar_free, NULL, NULL },
 	[OPK_MR] = { "mr", MR_BATCH, MR_ROUNDS, mr_alloc, mr_export, mr_import, mr_unimport,
 		     mr_free, fmr_alloc, fmr_export, fmr_import, fmr_unimport, fmr_free,
 		     mr_setup, mr_teardown },
 	[OPK_DM] = { "dm", DM_BATCH, DM_ROUNDS, dm_alloc, dm_export, dm_import, dm_unimport,
-		     dm_free, fdm_alloc, fdm_export, fdm_import, fdm_unimport, fdm_free },
+		     dm_free, fdm_alloc, fdm_export, fdm_import, fdm_unimport, fdm_free, NULL, NULL },
 	[OPK_BUF] = { "buf", BUF_BATCH, BUF_ROUNDS, buf_alloc, buf_export, buf_import,
 		      buf_unimport, buf_free, fbuf_alloc, fbuf_export, fbuf_import, fbuf_unimport,
 		      fbuf_free, mr_setup, mr_teardown },
