@@ -9,6 +9,7 @@
  * catches is these cases.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,6 +383,85 @@ void case_var_ledger_reuse(const struct hw_target *t)
 	CHECK_OK(rshare_var_unimport(v3)); /* freed elsewhere: let go locally */
 	CHECK_OK(rshare_var_free(v4));
 	CHECK_OK(rshare_var_free(v2));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* Two processes free the same PD at once and both destroys fail (an MR of a
+ * third keeps it busy): each free moves the serial on and back. Neither may
+ * leave the serial moved for a PD that lives on, or every holder's free and
+ * every blob of it would be refused as "freed elsewhere" from then on. */
+struct free_racer {
+	rshare_pd *pd;
+	pthread_barrier_t *go;
+	int rounds, ok, busy, not_found, other;
+};
+
+static void *free_racer(void *arg)
+{
+	struct free_racer *r = arg;
+
+	pthread_barrier_wait(r->go);
+	for (int i = 0; i < r->rounds; i++) {
+		int st = rshare_pd_free(r->pd);
+
+		if (st == RSHARE_OK)
+			r->ok++;
+		else if (st == RSHARE_E_BUSY)
+			r->busy++;
+		else if (st == RSHARE_E_NOT_FOUND)
+			r->not_found++;
+		else
+			r->other++;
+		if (st == RSHARE_OK)
+			break;
+	}
+	return NULL;
+}
+
+void case_ledger_free_race(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name), *b = hw_channel_dev(a), *c = hw_channel_dev(a);
+	unsigned char blob[RSHARE_BLOB_MAX];
+	static char buf[4096];
+	rshare_pd *pd, *copy, *busy, *again;
+	struct free_racer r[2];
+	pthread_barrier_t go;
+	pthread_t th[2];
+	rshare_mr *mr;
+	size_t len;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_pd_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_pd_import(c, blob, len, &busy));
+	REQUIRE_OK(rshare_mr_reg(busy, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	pthread_barrier_init(&go, NULL, 2);
+	r[0] = (struct free_racer){ .pd = pd, .go = &go, .rounds = 20000 };
+	r[1] = (struct free_racer){ .pd = copy, .go = &go, .rounds = 20000 };
+	for (int i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&th[i], NULL, free_racer, &r[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	/* Every destroy failed (the MR); a free that met the other's in
+	 * flight was refused (a fast loop may meet it every time), but the
+	 * refusals did not outlive the frees. */
+	for (int i = 0; i < 2; i++)
+		CHECK(r[i].ok == 0 && r[i].other == 0);
+	CHECK(r[0].busy + r[1].busy > 0);
+	if (r[0].not_found + r[1].not_found)
+		printf("# %d + %d frees met the other's in flight\n", r[0].not_found,
+		       r[1].not_found);
+	CHECK_OK(rshare_mr_dereg(mr));
+	/* The PD lives and its serial is the one every holder has. */
+	CHECK_OK(rshare_pd_import(a, blob, len, &again));
+	CHECK_OK(rshare_pd_unimport(again));
+	CHECK_OK(rshare_pd_free(copy));
+	CHECK_ST(rshare_pd_free(pd), RSHARE_E_NOT_FOUND); /* freed through b */
+	CHECK_OK(rshare_pd_unimport(pd));
+	CHECK_OK(rshare_pd_unimport(busy));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(b));
 	CHECK_OK(rshare_device_close(a));
 }
 

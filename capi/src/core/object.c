@@ -271,20 +271,23 @@ static int release(const void *h, const struct rs_obj_ops *ops, bool destroy, bo
 		struct rs_ledger *l = obj->dev->ctx.ledger;
 		struct ledger_key k;
 		uint32_t before;
-		bool bumped = obj_ledger_key(obj, &k) && rs_ledger_bump(l, k.space, k.key, &before);
+		/* A held MR is freed by its buffer, which checked and bumped
+		 * the same handle's serial already: it moves on regardless. */
+		const uint32_t *expect = !owner && obj->ledger_known ? &obj->ledger_serial : NULL;
+		bool bumped = obj_ledger_key(obj, &k) &&
+			      rs_ledger_bump(l, k.space, k.key, expect, &before);
 
-		/* The serial moved on since this handle got the object: it was
-		 * freed through rshare elsewhere, and the kernel may have given
-		 * its handle (or VAR offset) to another object, which a destroy
-		 * would take down instead. (A held MR is freed by its buffer,
-		 * which checked and bumped the same handle's serial already.) */
-		if (bumped && !owner && obj->ledger_known && before != obj->ledger_serial) {
-			rs_ledger_undo(l, k.space, k.key, before);
+		/* The serial moved on since this handle got the object (and
+		 * did not move now): it was freed through rshare elsewhere, and
+		 * the kernel may have given its handle (or VAR offset) to
+		 * another object, which a destroy would take down instead; or
+		 * another free of it is in flight. */
+		if (bumped && expect && before != *expect) {
 			rs_retire_cancel(slot);
 			return rs_fail(RSHARE_E_NOT_FOUND, 0,
 				       "this %s on %s was freed by another process since this "
-				       "handle got it (ledger serial %u, the handle's %u): "
-				       "unimport it instead",
+				       "handle got it, or is being freed (ledger serial %u, the "
+				       "handle's %u): unimport it instead",
 				       rs_obj_kind_name(ops->slot_kind), obj->dev->ctx.name,
 				       before, obj->ledger_serial);
 		}
