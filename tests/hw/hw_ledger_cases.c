@@ -465,6 +465,110 @@ void case_ledger_free_race(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(a));
 }
 
+/* An import checks the blob's ledger serial, then asks the kernel for the
+ * handle (VAR: maps the offset). A free of the object and a new one at its
+ * handle (offset) in between must not hand the importer the new object: the
+ * stand-in's STANDIN_IMPORT_PAUSE holds the import between the two while
+ * this thread frees and re-makes. */
+struct paused_import {
+	rshare_pd *pd;      /* an MR into pd, or else */
+	rshare_device *dev; /* a VAR into dev */
+	const unsigned char *blob;
+	size_t len;
+	int status;
+};
+
+static void *paused_import(void *arg)
+{
+	struct paused_import *p = arg;
+	rshare_mr *mr = NULL;
+	rshare_var *var = NULL;
+
+	p->status = p->pd ? rshare_mr_import(p->pd, p->blob, p->len, &mr)
+			  : rshare_var_import(p->dev, p->blob, p->len, &var);
+	if (mr)
+		CHECK_OK(rshare_mr_unimport(mr));
+	if (var)
+		CHECK_OK(rshare_var_unimport(var));
+	return NULL;
+}
+
+/* Start p's import and return once it is held before its kernel query. */
+static pthread_t pause_import(struct paused_import *p, int pipes[2][2])
+{
+	char hook[32], c;
+	pthread_t th;
+
+	REQUIRE(pipe(pipes[0]) == 0 && pipe(pipes[1]) == 0);
+	snprintf(hook, sizeof(hook), "%d,%d", pipes[0][1], pipes[1][0]);
+	hw_hook("STANDIN_IMPORT_PAUSE", hook);
+	REQUIRE(pthread_create(&th, NULL, paused_import, p) == 0);
+	REQUIRE(read(pipes[0][0], &c, 1) == 1);
+	hw_hook("STANDIN_IMPORT_PAUSE", NULL); /* one import only */
+	return th;
+}
+
+static void resume_import(pthread_t th, int pipes[2][2])
+{
+	REQUIRE(write(pipes[1][1], "", 1) == 1);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 4; i++)
+		close(pipes[i / 2][i % 2]);
+}
+
+void case_ledger_import_race(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name), *b = hw_channel_dev(a);
+	unsigned char blob[RSHARE_BLOB_MAX];
+	static char buf[4096];
+	struct paused_import p;
+	uint32_t h_old, h_new;
+	rshare_pd *pd, *pdb;
+	rshare_mr *mr;
+	int pipes[2][2];
+	pthread_t th;
+	size_t len;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_pd_import(b, blob, len, &pdb));
+	REQUIRE_OK(rshare_mr_reg(pd, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	REQUIRE_OK(rshare_mr_handle(mr, &h_old));
+	REQUIRE_OK(rshare_mr_export(mr, blob, sizeof(blob), &len));
+	p = (struct paused_import){ .pd = pdb, .blob = blob, .len = len };
+	th = pause_import(&p, pipes);
+	/* The MR goes; a new one gets its handle and (the mkey cache) keys. */
+	CHECK_OK(rshare_mr_dereg(mr));
+	REQUIRE_OK(rshare_mr_reg(pd, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	REQUIRE_OK(rshare_mr_handle(mr, &h_new));
+	REQUIRE(h_new == h_old);
+	resume_import(th, pipes);
+	CHECK_ST(p.status, RSHARE_E_NOT_FOUND);
+	CHECK_OK(rshare_mr_dereg(mr));
+	CHECK_OK(rshare_pd_unimport(pdb));
+	CHECK_OK(rshare_pd_free(pd));
+
+	if (t->var_sharing) {
+		struct var_blob old, now;
+		rshare_var *v;
+
+		REQUIRE_OK(rshare_var_alloc(a, 0, &v));
+		var_blob_of(v, &old);
+		p = (struct paused_import){ .dev = b, .blob = old.b, .len = old.len };
+		th = pause_import(&p, pipes);
+		/* The VAR goes; the next takes its mmap offset. */
+		CHECK_OK(rshare_var_free(v));
+		REQUIRE_OK(rshare_var_alloc(a, 0, &v));
+		var_blob_of(v, &now);
+		REQUIRE(now.off == old.off);
+		resume_import(th, pipes);
+		CHECK_ST(p.status, RSHARE_E_NOT_FOUND);
+		CHECK_OK(rshare_var_free(v));
+	}
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
 /* Send dev's command fd with `ledger` as the second fd, as a peer could. */
 static rshare_device *recv_with_ledger(rshare_device *dev, int ledger)
 {

@@ -97,6 +97,7 @@ void case_fork_channel(const struct hw_target *t);
 void case_var_ledger_reuse(const struct hw_target *t);
 void case_ledger_untrusted(const struct hw_target *t);
 void case_ledger_free_race(const struct hw_target *t);
+void case_ledger_import_race(const struct hw_target *t);
 void case_no_import_provider(const struct hw_target *t);
 void case_var_fault_mode(const struct hw_target *t);
 void case_broker_ledger(const struct hw_target *t);
