@@ -476,6 +476,7 @@ struct paused_import {
 	const unsigned char *blob;
 	size_t len;
 	int status;
+	char msg[256]; /* the importing thread's last error */
 };
 
 static void *paused_import(void *arg)
@@ -486,6 +487,7 @@ static void *paused_import(void *arg)
 
 	p->status = p->pd ? rshare_mr_import(p->pd, p->blob, p->len, &mr)
 			  : rshare_var_import(p->dev, p->blob, p->len, &var);
+	snprintf(p->msg, sizeof(p->msg), "%s", rshare_last_error());
 	if (mr)
 		CHECK_OK(rshare_mr_unimport(mr));
 	if (var)
@@ -544,13 +546,21 @@ void case_ledger_import_race(const struct hw_target *t)
 	REQUIRE(h_new == h_old);
 	resume_import(th, pipes);
 	CHECK_ST(p.status, RSHARE_E_NOT_FOUND);
+	CHECK(strstr(p.msg, "freed while the blob was being imported"));
+	{ /* the refused import left nothing behind: the new MR imports */
+		rshare_mr *got;
+
+		REQUIRE_OK(rshare_mr_export(mr, blob, sizeof(blob), &len));
+		CHECK_OK(rshare_mr_import(pdb, blob, len, &got));
+		CHECK_OK(rshare_mr_unimport(got));
+	}
 	CHECK_OK(rshare_mr_dereg(mr));
 	CHECK_OK(rshare_pd_unimport(pdb));
 	CHECK_OK(rshare_pd_free(pd));
 
 	if (t->var_sharing) {
 		struct var_blob old, now;
-		rshare_var *v;
+		rshare_var *v, *got;
 
 		REQUIRE_OK(rshare_var_alloc(a, 0, &v));
 		var_blob_of(v, &old);
@@ -563,6 +573,8 @@ void case_ledger_import_race(const struct hw_target *t)
 		REQUIRE(now.off == old.off);
 		resume_import(th, pipes);
 		CHECK_ST(p.status, RSHARE_E_NOT_FOUND);
+		CHECK_OK(rshare_var_import(b, now.b, now.len, &got));
+		CHECK_OK(rshare_var_unimport(got));
 		CHECK_OK(rshare_var_free(v));
 	}
 	CHECK_OK(rshare_device_close(b));
