@@ -14,7 +14,8 @@
  * the freed object's key before the kernel destroy; a blob carries the
  * serial its object had when it was made or imported, and an import into a
  * context with the ledger refuses a blob whose serial is not the key's
- * current one (RSHARE_E_NOT_FOUND), and a free refuses a handle whose
+ * current one, before the kernel is asked and again after it answered
+ * (RSHARE_E_NOT_FOUND), and a free refuses a handle whose
  * object's serial moved on since the handle got it (freed elsewhere: the
  * destroy could reach the object now at that handle).
  *
