@@ -117,6 +117,8 @@ struct sk_dm {
 	void *mmap_va;    /* the page-aligned mapping, mmap_len bytes */
 	size_t mmap_len;
 	void *start_va;   /* mmap_va + offset's place in its page */
+	struct sk_dm *prev, *next; /* this process's DMs (sk_verbs.c, for fork) */
+	bool inherited;   /* a fork child's copy: its mapping was never counted */
 };
 
 /* What the kernel knows of an object (filled by sk_obj_lookup). */
