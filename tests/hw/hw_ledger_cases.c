@@ -581,6 +581,33 @@ void case_ledger_import_race(const struct hw_target *t)
 	CHECK_OK(rshare_device_close(a));
 }
 
+/* A forked child that closes the device it inherited lets go of its own
+ * copy only: no kernel object of the parent's context goes with it. On
+ * mlx5 ibv_close_device would destroy the context's UAR (handle 0 of a fresh
+ * context, which no user object ever gets), so the parent's next PD would
+ * take handle 0, and the parent's own close would later destroy whatever
+ * UAR took that handle meanwhile. */
+void case_fork_close_keeps_parent(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name);
+	rshare_pd *pd;
+	uint32_t h = 0;
+	int pid, st = 0;
+
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(rshare_device_close(a) != RSHARE_OK);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	CHECK_OK(rshare_pd_handle(pd, &h));
+	CHECK(h != 0);
+	CHECK_OK(rshare_pd_free(pd));
+	CHECK_OK(rshare_device_close(a));
+}
+
 /* Send dev's command fd with `ledger` as the second fd, as a peer could. */
 static rshare_device *recv_with_ledger(rshare_device *dev, int ledger)
 {

@@ -96,6 +96,7 @@ void case_table_never_zero(const struct hw_target *t);
 void case_other_context_mismatch(const struct hw_target *t);
 void case_reuse_levels(const struct hw_target *t);
 void case_fork_channel(const struct hw_target *t);
+void case_fork_close_keeps_parent(const struct hw_target *t);
 void case_var_ledger_reuse(const struct hw_target *t);
 void case_ledger_untrusted(const struct hw_target *t);
 void case_ledger_free_race(const struct hw_target *t);
