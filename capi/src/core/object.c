@@ -158,17 +158,17 @@ int rs_obj_alloc(const void *parent, const struct rs_obj_ops *ops, const void *a
 
 /* A blob that carries a ledger serial, imported into a context with the
  * ledger: its handle (VAR: its mmap offset) must not have been freed through
- * rshare since. */
-static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
+ * rshare since. When checked, obj->ledger_known is set and *k is the key
+ * (for recheck_ledger). */
+static int check_ledger(struct rs_obj *obj, const struct rs_blob *b, struct ledger_key *k)
 {
-	struct ledger_key k;
 	uint32_t now;
 
 	if (!b->has_ledger ||
-	    !ledger_key(obj->dev, obj->ops->slot_kind, b->handle, b->mmap_off, &k) ||
-	    !rs_ledger_get(obj->dev->ctx.ledger, k.space, k.key, &now))
+	    !ledger_key(obj->dev, obj->ops->slot_kind, b->handle, b->mmap_off, k) ||
+	    !rs_ledger_get(obj->dev->ctx.ledger, k->space, k->key, &now))
 		return RSHARE_OK;
-	if (now != b->ledger && k.space == RS_LEDGER_MMAP)
+	if (now != b->ledger && k->space == RS_LEDGER_MMAP)
 		return rs_fail(RSHARE_E_NOT_FOUND, 0,
 			       "VAR page %u at mmap offset 0x%llx on %s was freed since this "
 			       "blob was made (ledger serial %u, the blob's %u): the offset "
@@ -193,12 +193,12 @@ static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
  * the import then got: the serial still the one checked means no rshare
  * free of the object had begun when the kernel answered. Else the import
  * is undone as release undoes it. */
-static int recheck_ledger(struct rs_obj *obj, const struct rs_obj_ops *ops)
+static int recheck_ledger(struct rs_obj *obj, const struct rs_obj_ops *ops,
+			  const struct ledger_key *k)
 {
-	struct ledger_key k;
 	uint32_t now;
 
-	if (!obj_ledger_key(obj, &k) || !rs_ledger_get(obj->dev->ctx.ledger, k.space, k.key, &now) ||
+	if (!rs_ledger_get(obj->dev->ctx.ledger, k->space, k->key, &now) ||
 	    now == obj->ledger_serial)
 		return RSHARE_OK;
 	if (ops->unmap)
@@ -208,13 +208,14 @@ static int recheck_ledger(struct rs_obj *obj, const struct rs_obj_ops *ops)
 		       "this %s on %s was freed while the blob was being imported (ledger "
 		       "serial %u, the blob's %u): its %s may name another object now",
 		       rs_obj_kind_name(ops->slot_kind), obj->dev->ctx.name, now,
-		       obj->ledger_serial, k.space == RS_LEDGER_MMAP ? "mmap offset" : "handle");
+		       obj->ledger_serial, k->space == RS_LEDGER_MMAP ? "mmap offset" : "handle");
 }
 
 /* Import from blob (raw, len bytes) or from b (decoded already). */
 static int import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
 		  size_t len, const struct rs_blob *b, void **out)
 {
+	struct ledger_key k; /* set by check_ledger when it checked */
 	struct rs_slot *slot;
 	struct rs_obj *obj;
 	struct rs_blob decoded;
@@ -233,11 +234,11 @@ static int import(const void *parent, const struct rs_obj_ops *ops, const void *
 	if (!status)
 		status = rs_blob_check_target(b, ops->blob_kind, &obj->dev->ctx);
 	if (!status)
-		status = check_ledger(obj, b);
+		status = check_ledger(obj, b, &k);
 	if (!status)
 		status = ops->import(obj, b);
 	if (!status && obj->ledger_known)
-		status = recheck_ledger(obj, ops);
+		status = recheck_ledger(obj, ops, &k);
 	return finish(slot, ops, status, out);
 }
 

@@ -112,7 +112,7 @@ static void dev_map(void)
 	}
 	flock(fd, LOCK_UN);
 	close(fd);
-	dev_file = f;
+	__atomic_store_n(&dev_file, f, __ATOMIC_RELEASE); /* sk_env's fast path */
 }
 
 static struct sk_devstate *dev_lock(uint32_t index)
@@ -164,13 +164,18 @@ static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
  * rdma-core has no such hooks; docs/hardware.md, "What the identity checks
  * cost"). So the hooks are read once, and again only when the device
  * file's generation moved. The values are getenv()'s own pointers: glibc
- * never frees a string setenv() replaced. */
-const char *sk_env(enum sk_env which)
+ * never frees a string setenv() replaced. Once the device file is mapped a
+ * read is a few loads (no pthread_once call). */
+static void env_fresh(void)
 {
+	struct sk_devfile *f = __atomic_load_n(&dev_file, __ATOMIC_ACQUIRE);
 	uint32_t gen;
 
-	pthread_once(&dev_once, dev_map);
-	gen = __atomic_load_n(&dev_file->env_gen, __ATOMIC_ACQUIRE);
+	if (!f) {
+		pthread_once(&dev_once, dev_map);
+		f = dev_file;
+	}
+	gen = __atomic_load_n(&f->env_gen, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&env_read_at, __ATOMIC_ACQUIRE) != gen) {
 		pthread_mutex_lock(&env_lock);
 		for (int i = 0; i < SK_ENV_COUNT; i++)
@@ -178,6 +183,11 @@ const char *sk_env(enum sk_env which)
 		__atomic_store_n(&env_read_at, gen, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&env_lock);
 	}
+}
+
+const char *sk_env(enum sk_env which)
+{
+	env_fresh();
 	return __atomic_load_n(&env_value[which], __ATOMIC_RELAXED);
 }
 
@@ -187,15 +197,19 @@ void sk_env_changed(void)
 	__atomic_fetch_add(&dev_file->env_gen, 1, __ATOMIC_RELEASE);
 }
 
-void sk_import_pause(void)
+static void pause_as(const char *how)
 {
-	const char *how = sk_env(SK_ENV_IMPORT_PAUSE);
 	int wfd, rfd;
 	char c = 0;
 
 	if (how && sscanf(how, "%d,%d", &wfd, &rfd) == 2 && write(wfd, &c, 1) == 1)
 		while (read(rfd, &c, 1) < 0 && errno == EINTR)
 			;
+}
+
+void sk_import_pause(void)
+{
+	pause_as(sk_env(SK_ENV_IMPORT_PAUSE));
 }
 
 int sk_check_alive(void)
@@ -496,10 +510,14 @@ int sk_obj_lookup(struct ibv_context *ctx, enum sk_type type, uint32_t handle,
 		  struct sk_obj_info *info)
 {
 	struct sk_ufile *uf = sk_of(ctx)->uf;
-	int err = sk_check_alive();
+	int err;
 
-	if (err)
-		return err;
+	/* Every import's kernel query: the alive check and the import pause
+	 * from one read of the hooks (imports are what rshare-bench times). */
+	env_fresh();
+	if (__atomic_load_n(&env_value[SK_ENV_DISASSOCIATED], __ATOMIC_RELAXED))
+		return EIO;
+	pause_as(__atomic_load_n(&env_value[SK_ENV_IMPORT_PAUSE], __ATOMIC_RELAXED));
 	lock(uf);
 	err = find(uf, type, handle);
 	if (!err && info)

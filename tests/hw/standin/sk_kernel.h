@@ -161,8 +161,9 @@ const char *sk_env(enum sk_env which);
  * the device-state file, shared with the stand-in libraries' copy when
  * STANDIN_DEVICE_STATE names one (hw_suite sets it). */
 void sk_env_changed(void);
-/* STANDIN_IMPORT_PAUSE: called by every object import before its kernel
- * query (none without the hook). */
+/* STANDIN_IMPORT_PAUSE: sk_obj_lookup (the PD, MR and DM imports' kernel
+ * query) pauses itself; mlx5dv_var_import, which asks the kernel nothing,
+ * calls this. */
 void sk_import_pause(void);
 
 /* Create an object in the context's table; in: the fields of info the type

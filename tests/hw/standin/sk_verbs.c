@@ -363,7 +363,6 @@ struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
 
 	if (dummy_import(context))
 		return NULL;
-	sk_import_pause();
 	err = sk_obj_lookup(context, SK_PD, pd_handle, &info);
 	if (err) {
 		errno = err;
@@ -484,7 +483,6 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 
 	if (dummy_import(pd->context))
 		return NULL;
-	sk_import_pause();
 	err = sk_obj_lookup(pd->context, SK_MR, mr_handle, &info);
 	if (err) {
 		errno = err;
@@ -693,7 +691,6 @@ struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 
 	if (dummy_import(context))
 		return NULL;
-	sk_import_pause();
 	err = sk_obj_lookup(context, SK_DM, dm_handle, &info);
 	if (err) {
 		errno = err;
