@@ -165,6 +165,13 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < ndev)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with %d fd(s), "
 				 "the device's %d expected first", nfds, ndev);
+	/* rx holds one byte more than a share can have, so this is seen, not
+	 * truncated: refused here, it can be neither "kept for a larger
+	 * buffer" (an operation's NOSPACE) nor handed to a larger one. */
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH &&
+	    rep->h.len > RSHARE_PAYLOAD_MAX)
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with a %u-byte "
+				 "payload, past RSHARE_PAYLOAD_MAX", rep->h.len);
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
