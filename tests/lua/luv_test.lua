@@ -47,6 +47,23 @@ local function run_loop()
   uv.run("nowait")
 end
 
+-- Start broker_child.lua with args in the loop: a table whose lines
+-- (its output so far) and status (its exit code, once it exited) the loop
+-- fills in.
+local function spawn_child(...)
+  local out, child = uv.new_pipe(false), nil
+  local result = { lines = "" }
+  child = uv.spawn(interpreter(), { args = { CHILD, MODULE, ... }, stdio = { nil, out, 2 } },
+                   function(code)
+                     result.status = code
+                     child:close()
+                   end)
+  out:read_start(function(_, data)
+    if data then result.lines = result.lines .. data else out:close() end
+  end)
+  return result
+end
+
 local cases = {}
 
 function cases.attach_completes_next_to_a_timer()
@@ -66,22 +83,14 @@ function cases.attach_completes_next_to_a_timer()
   end))
   T.ok(w, "waiting")
   -- The publisher: another process, started 0.2 s into the wait.
-  local out = uv.new_pipe(false)
-  local lines, status = "", nil
+  local pub
   local later = uv.new_timer()
   later:start(200, 0, function()
     later:close()
-    local child
-    child = uv.spawn(interpreter(), { args = { CHILD, MODULE, "publish", EP, "luv/share", "0" },
-                                      stdio = { nil, out, 2 } }, function(code)
-      status = code
-      child:close()
-    end)
-    out:read_start(function(_, data)
-      if data then lines = lines .. data else out:close() end
-    end)
+    pub = spawn_child("publish", EP, "luv/share", "0")
   end)
   run_loop() -- until the child saw our word and exited
+  local lines, status = pub.lines, pub.status
   T.ok(got and got.attached, "attached: " .. tostring(got and got.msg))
   T.ok(got.ticks >= 3, "the timer ticked while the attach waited (" .. tostring(got.ticks) .. ")")
   T.eq(got.word, "PUBL", "the publisher's word")
@@ -125,17 +134,9 @@ function cases.buffer_share_with_a_timeout()
       assert(share:close())
     end))
   T.eq(waiting(), 1, "waiting at the broker")
-  local out = uv.new_pipe(false)
-  local lines, status, child = "", nil, nil
-  child = uv.spawn(interpreter(), { args = { CHILD, MODULE, "publish_buf", EP, "luv/buf" },
-                                    stdio = { nil, out, 2 } }, function(code)
-    status = code
-    child:close()
-  end)
-  out:read_start(function(_, data)
-    if data then lines = lines .. data else out:close() end
-  end)
+  local pub = spawn_child("publish_buf", EP, "luv/buf")
   run_loop()
+  local lines, status = pub.lines, pub.status
   T.ok(got and got.attached, "attached: " .. tostring(got and got.msg))
   T.eq(got.word, "PUBL", "the publisher's bytes through share.buf")
   if rshare.backend == "ffi" then

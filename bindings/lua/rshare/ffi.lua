@@ -228,18 +228,23 @@ function B.dm_map(h)
 end
 function B.dm_unmap(h) return C.rshare_dm_unmap(h) end
 
--- objects.lua checked the range against dm_length.
-function B.dm_map_read(h, off, n)
-  local st, p = B.dm_map(h)
+-- Reads and writes through a mapping: map(h) gives the status and the
+-- address (buf_ptr, dm_map); objects.lua checked the range.
+local function mapped_read(map, h, off, n)
+  local st, p = map(h)
   if st ~= OK then return st end
   return st, ffi.string(p + off, n)
 end
 
-function B.dm_map_write(h, off, bytes)
-  local st, p = B.dm_map(h)
+local function mapped_write(map, h, off, bytes)
+  local st, p = map(h)
   if st == OK then ffi.copy(p + off, bytes, #bytes) end
   return st
 end
+
+-- objects.lua checked the range against dm_length.
+function B.dm_map_read(h, off, n) return mapped_read(B.dm_map, h, off, n) end
+function B.dm_map_write(h, off, bytes) return mapped_write(B.dm_map, h, off, bytes) end
 
 -- The value stays a uint64_t cdata (GUIDs need all 64 bits); objects.lua
 -- turns it into a number or a "0x%016x" string with u64_number/guid_string.
@@ -304,17 +309,8 @@ function B.buf_ptr(h)
 end
 
 -- objects.lua checked the range against buf_ptr's length.
-function B.buf_read(h, off, n)
-  local st, p = B.buf_ptr(h)
-  if st ~= OK then return st end
-  return st, ffi.string(p + off, n)
-end
-
-function B.buf_write(h, off, bytes)
-  local st, p = B.buf_ptr(h)
-  if st == OK then ffi.copy(p + off, bytes, #bytes) end
-  return st
-end
+function B.buf_read(h, off, n) return mapped_read(B.buf_ptr, h, off, n) end
+function B.buf_write(h, off, bytes) return mapped_write(B.buf_ptr, h, off, bytes) end
 
 function B.channel_sendv(fd, dev, fds, payload)
   local n = math.min(#fds, FDS_MAX + 1) -- more: the library refuses

@@ -551,28 +551,36 @@ function objects.build(B)
     return ptr, length
   end
 
-  local function buf_range(self, off, n)
-    local st, _, length = B.buf_ptr(self.h)
-    if st ~= OK then return fail(st) end
-    if not util.is_count(off) or off > length or not util.is_count(n) or n > length - off then
-      return nil, "rshare buffer: access out of range", "RSHARE_E_INVAL"
+  -- Bounds-checked read(off, n) and write(off, bytes) methods over memory
+  -- this process maps: length(h) gives the status and the length, read and
+  -- write name the backend's calls; what names the memory in errors,
+  -- write_method the write method in type errors.
+  local function ranged_access(length, read, write, what, write_method)
+    local function in_range(self, off, n)
+      local st, len = length(self.h)
+      if st ~= OK then return fail(st) end
+      if not util.is_count(off) or off > len or not util.is_count(n) or n > len - off then
+        return nil, ("rshare %s: access out of range"):format(what), "RSHARE_E_INVAL"
+      end
+      return true
     end
-    return true
+    return function(self, off, n)
+      local ok, msg, code = in_range(self, off, n)
+      if not ok then return nil, msg, code end
+      return value(B[read](self.h, off, n))
+    end, function(self, off, bytes)
+      util.check_type(bytes, "string", write_method, 2)
+      local ok, msg, code = in_range(self, off, #bytes)
+      if not ok then return nil, msg, code end
+      return done(B[write](self.h, off, bytes))
+    end
   end
 
   -- Bounds-checked copies out of and into the memory.
-  function Buf:read(off, n)
-    local ok, msg, code = buf_range(self, off, n)
-    if not ok then return nil, msg, code end
-    return value(B.buf_read(self.h, off, n))
-  end
-
-  function Buf:write(off, bytes)
-    util.check_type(bytes, "string", "buf:write", 2)
-    local ok, msg, code = buf_range(self, off, #bytes)
-    if not ok then return nil, msg, code end
-    return done(B.buf_write(self.h, off, bytes))
-  end
+  Buf.read, Buf.write = ranged_access(function(h)
+    local st, _, length = B.buf_ptr(h)
+    return st, length
+  end, "buf_read", "buf_write", "buffer", "buf:write")
 
   function Dm:export() return value(B.dm_export(self.h)) end
   function Dm:handle() return value(B.dm_handle(self.h)) end
@@ -612,29 +620,11 @@ function objects.build(B)
 
   function Dm:unmap() return done(B.dm_unmap(self.h)) end
 
-  local function dm_range(self, off, n)
-    local st, length = B.dm_length(self.h)
-    if st ~= OK then return fail(st) end
-    if not util.is_count(off) or off > length or not util.is_count(n) or n > length - off then
-      return nil, "rshare device memory: access out of range", "RSHARE_E_INVAL"
-    end
-    return true
-  end
-
   -- Bounds-checked loads and stores through the mapping (mapping it first
   -- if need be), where read/write copy through the device's own calls.
-  function Dm:map_read(off, n)
-    local ok, msg, code = dm_range(self, off, n)
-    if not ok then return nil, msg, code end
-    return value(B.dm_map_read(self.h, off, n))
-  end
-
-  function Dm:map_write(off, bytes)
-    util.check_type(bytes, "string", "dm:map_write", 2)
-    local ok, msg, code = dm_range(self, off, #bytes)
-    if not ok then return nil, msg, code end
-    return done(B.dm_map_write(self.h, off, bytes))
-  end
+  Dm.map_read, Dm.map_write = ranged_access(function(h) return B.dm_length(h) end,
+                                            "dm_map_read", "dm_map_write", "device memory",
+                                            "dm:map_write")
 
   ----------------------------------------------------------------------
   -- tostring(), like the Python module's reprs: the class, then what

@@ -263,42 +263,38 @@ class Var(_Memory):
 _registered: Dict[int, memoryview] = {}
 
 
-class MR(_Shared):
-    """A memory region: registered on a PD here (PD.reg_mr) or imported into
-    a PD (PD.import_mr). ``dereg()`` (or ``free()``) deregisters it for every
-    process; ``unimport()`` releases this process's handle. An imported MR's
-    ``addr`` is the registering process's address: meaningless here, as on
-    hardware; its keys are the shared registration's."""
+class _Registered:
+    """What an MR and a shared buffer (one MR over its memory) have alike:
+    the PD they live in and the registration's attributes, the same in
+    every process sharing it. ``_mr()`` names the MR to ask."""
 
-    __slots__ = ("_buffer",)
-    _kind = "mr"
-    _buffer: Optional[memoryview]  # the registered memory, held while registered
+    __slots__ = ()
+
+    def _mr(self) -> Any:
+        raise NotImplementedError
 
     @property
     def pd(self) -> PD:
-        """The PD this MR lives in."""
+        """The PD it lives in."""
         pd: PD = _c.Object.device.__get__(self)
         return pd
 
     @property
     def device(self) -> Device:
-        """The Device of this MR's PD."""
+        """The Device of its PD."""
         return self.pd.device
 
     def attrs(self) -> MRAttrs:
-        """(addr, length, lkey, rkey, access) in one call."""
-        addr, length, lkey, rkey, access = _c.mr_attrs(self)
+        """(addr, length, lkey, rkey, access) in one call: the registering
+        process's address and the keys every process shares."""
+        addr, length, lkey, rkey, access = _c.mr_attrs(self._mr())
         return MRAttrs(addr, length, lkey, rkey, Access(access))
 
     @property
     def addr(self) -> int:
-        """Start address in the registering process."""
+        """The registered address (the registering process's): what work
+        requests name."""
         return self.attrs().addr
-
-    @property
-    def length(self) -> int:
-        """Registered length in bytes."""
-        return self.attrs().length
 
     @property
     def lkey(self) -> int:
@@ -311,17 +307,37 @@ class MR(_Shared):
         return self.attrs().rkey
 
     @property
-    def access(self) -> Access:
-        """The access flags."""
-        return self.attrs().access
-
-    @property
     def handle(self) -> int:
         """The MR's kernel handle (the same in every process sharing it)."""
-        return _c.mr_handle(self)
+        return int(_c.mr_handle(self._mr()))
 
     def _repr_handle(self) -> int:
         return self.handle
+
+
+class MR(_Registered, _Shared):
+    """A memory region: registered on a PD here (PD.reg_mr) or imported into
+    a PD (PD.import_mr). ``dereg()`` (or ``free()``) deregisters it for every
+    process; ``unimport()`` releases this process's handle. An imported MR's
+    ``addr`` is the registering process's address: meaningless here, as on
+    hardware; its keys are the shared registration's."""
+
+    __slots__ = ("_buffer",)
+    _kind = "mr"
+    _buffer: Optional[memoryview]  # the registered memory, held while registered
+
+    def _mr(self) -> Any:
+        return self
+
+    @property
+    def length(self) -> int:
+        """Registered length in bytes."""
+        return self.attrs().length
+
+    @property
+    def access(self) -> Access:
+        """The access flags."""
+        return self.attrs().access
 
     def export(self) -> bytes:
         """The MR's export blob (bytes), importable into its PD elsewhere."""
@@ -408,7 +424,7 @@ class DM(_Memory):
         return data
 
 
-class Buffer(_Memory):
+class Buffer(_Registered, _Memory):
     """A shared buffer (PD.alloc_buffer, PD.import_buffer): memory in a
     sealed memfd that every process sharing it maps, plus one MR over it,
     registered once by the allocating process and imported by the others,
@@ -423,16 +439,8 @@ class Buffer(_Memory):
     __slots__ = ()
     _kind = "buf"
 
-    @property
-    def pd(self) -> PD:
-        """The PD this buffer lives in."""
-        pd: PD = _c.Object.device.__get__(self)
-        return pd
-
-    @property
-    def device(self) -> Device:
-        """The Device of this buffer's PD."""
-        return self.pd.device
+    def _mr(self) -> Any:
+        return _c.buf_mr(self)
 
     @property
     def ptr(self) -> int:
@@ -455,27 +463,6 @@ class Buffer(_Memory):
         unimport/free); send it with the blob."""
         return int(_c.buf_fd(self))
 
-    def attrs(self) -> MRAttrs:
-        """The MR's (addr, length, lkey, rkey, access): the allocator's
-        registered address and the keys every process shares."""
-        addr, length, lkey, rkey, access = _c.mr_attrs(_c.buf_mr(self))
-        return MRAttrs(addr, length, lkey, rkey, Access(access))
-
-    @property
-    def addr(self) -> int:
-        """The registered address (the allocator's), for work requests."""
-        return self.attrs().addr
-
-    @property
-    def lkey(self) -> int:
-        """The MR's local key."""
-        return self.attrs().lkey
-
-    @property
-    def rkey(self) -> int:
-        """The MR's remote key."""
-        return self.attrs().rkey
-
     def remote_addr(self, offset: int = 0) -> int:
         """The registered address of byte ``offset``: what a work request
         names for ``buf.ptr + offset`` in this process."""
@@ -483,14 +470,6 @@ class Buffer(_Memory):
         if offset > len(self):
             raise ValueError(f"offset {offset} is past the buffer's {len(self)} bytes")
         return self.addr + offset
-
-    @property
-    def handle(self) -> int:
-        """The MR's kernel handle."""
-        return _c.mr_handle(_c.buf_mr(self))
-
-    def _repr_handle(self) -> int:
-        return self.handle
 
     def native_address(self) -> int:
         """The address of the MR's struct ibv_mr (borrowed; Unsupported on sim0)."""
