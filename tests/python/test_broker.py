@@ -415,3 +415,34 @@ def test_attach_out_of_memory_closes_the_buffer_fds(daemon):
             assert _out_of_memory_sweep(lambda: None, lambda _: _c.attach_start(
                 endpoint, "oom/buffer"), nothing, cancel_op) > 0
         buf.free()
+
+
+class _Interrupted(BaseException):
+    """What a signal handler might raise at any line (as KeyboardInterrupt)."""
+
+
+def test_attached_failing_midway_closes_its_fds_once(monkeypatch):
+    """An Attached (import_objects=False) whose making is interrupted after
+    it took the share's fds: they are closed once, not again by its
+    finalizer when the half-made object goes, which would close whatever
+    file reused the number meanwhile."""
+    import gc
+
+    def interrupted(payload):
+        raise _Interrupted()
+
+    with rshare.open("sim0") as dev:
+        fds = [os.memfd_create("received")]
+        number = fds[0]
+        monkeypatch.setattr(rshare._broker, "split_blobs", interrupted)
+        with pytest.raises(_Interrupted) as caught:
+            rshare._broker._attached("x", dev, b"", fds, False)
+        monkeypatch.undo()
+        reused = os.memfd_create("reused")  # the lowest free number: the closed one's
+        try:
+            assert reused == number
+            del caught  # the traceback held the half-made Attached
+            gc.collect()
+            os.fstat(reused)  # still open: nobody closed it behind our back
+        finally:
+            os.close(reused)
