@@ -233,6 +233,51 @@ static void case_wait_signal(void)
 	CHECK_ST(rshare_attach_wait(op, 0, 0), RSHARE_E_STALE);
 }
 
+/* A cancel from another thread while a thread waits without a time limit
+ * on the op: the cancel returns at once (it never blocks) and wakes the
+ * waiter, whose next finish tells it the op is over. */
+struct waiter {
+	rshare_attach *op;
+	int status;
+	uint64_t woke;
+};
+
+static void *wait_forever(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->status = rshare_attach_wait(w->op, -1, 0);
+	w->woke = ms_now();
+	return NULL;
+}
+
+static void case_wait_cancel(void)
+{
+	struct waiter w = { NULL, INT32_MIN, 0 };
+	rshare_device *dev;
+	unsigned char payload[64];
+	size_t len;
+	pthread_t th;
+	uint64_t t0;
+	int before = count_fds();
+
+	REQUIRE_OK(rshare_broker_attach_start(path, "never/published", &w.op));
+	REQUIRE(pthread_create(&th, NULL, wait_forever, &w) == 0);
+	usleep(100000); /* the waiter is in its poll */
+	t0 = ms_now();
+	alarm(10); /* a cancel that waits for the waiter would wait for ever */
+	CHECK_OK(rshare_attach_cancel(w.op));
+	CHECK(ms_now() - t0 < 1000);
+	pthread_join(th, NULL);
+	alarm(0);
+	CHECK(w.woke - t0 < 1000);
+	CHECK(w.status == RSHARE_OK || w.status == RSHARE_E_STALE);
+	CHECK_ST(rshare_attach_finish(w.op, &dev, payload, sizeof(payload), &len),
+		 RSHARE_E_STALE);
+	CHECK(waiting_count() == 0);
+	CHECK(count_fds() == before);
+}
+
 static void case_bad_arguments(void)
 {
 	rshare_attach *op;
