@@ -87,6 +87,32 @@ def test_task_cancel(endpoint):
     assert took < 5, took
 
 
+def test_a_finish_failing_in_python_still_cancels_the_operation(endpoint):
+    """The extension's attach_finish can fail before it reaches the C
+    operation (its 64 KiB payload buffer not allocated: MemoryError), the
+    operation still pending: aio.attach cancels it on the way out, leaving
+    no fd and no waiting request."""
+    with rshare.serve(endpoint):
+        lines, _ = run_script('''
+            import rshare._rshare as _c
+            real_finish = _c.attach_finish
+
+            def out_of_memory(op):
+                raise MemoryError("no payload buffer")
+
+            async def main():
+                _c.attach_finish = out_of_memory
+                try:
+                    await rshare.aio.attach("aio/never", endpoint=ep)
+                except MemoryError:
+                    print("out of memory")
+                finally:
+                    _c.attach_finish = real_finish
+            ''', endpoint)
+    assert "out of memory" in lines, lines
+    assert_left_nothing(lines)
+
+
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is Python 3.11+")
 def test_asyncio_timeout(endpoint):
     with rshare.serve(endpoint):
