@@ -10,7 +10,9 @@
  * not given to new device memory). Exits 77 (ctest: skipped) on a provider
  * without DM.
  */
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -212,6 +214,77 @@ static void case_free_then_not_found(void)
 static void case_mapped(void)
 {
 	mapped(dev);
+}
+
+/* Mappings of sim0's memfd in this process (/proc/self/maps). */
+static int sim_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	REQUIRE(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "rshare-sim0") != NULL;
+	fclose(f);
+	return n;
+}
+
+struct map_racer {
+	rshare_dm *dm;
+	pthread_barrier_t *go;
+	int rounds, bad;
+};
+
+static void *map_racer(void *arg)
+{
+	struct map_racer *r = arg;
+	void *p;
+
+	pthread_barrier_wait(r->go);
+	for (int i = 0; i < r->rounds; i++) {
+		if (rshare_dm_map(r->dm, &p) != RSHARE_OK || !p)
+			r->bad++;
+		if (i % 2 && rshare_dm_unmap(r->dm) != RSHARE_OK)
+			r->bad++;
+	}
+	return NULL;
+}
+
+/* Threads map and unmap one DM at once (a fresh one each round, so its
+ * first mapping races too): one mapping at a time, each unmapped whole
+ * (no mapping or granule left behind), no data race (TSan). */
+static void case_map_race(void)
+{
+	struct map_racer r[3];
+	pthread_barrier_t go;
+	pthread_t th[3];
+	rshare_dm *fresh;
+	uint32_t caps;
+	int before;
+
+	REQUIRE_OK(rshare_device_caps(dev, &caps));
+	if (!(caps & RSHARE_CAP_DM_MAP)) {
+		printf("SKIPPED: sim0 does not map device memory here\n");
+		exit(t_fail ? 1 : 77);
+	}
+	before = sim_mappings();
+	for (int round = 0; round < 50; round++) {
+		REQUIRE_OK(rshare_dm_alloc(dev, LEN, &fresh));
+		pthread_barrier_init(&go, NULL, 3);
+		for (int i = 0; i < 3; i++) {
+			r[i] = (struct map_racer){ fresh, &go, 40, 0 };
+			REQUIRE(pthread_create(&th[i], NULL, map_racer, &r[i]) == 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			pthread_join(th[i], NULL);
+			CHECK(r[i].bad == 0);
+		}
+		pthread_barrier_destroy(&go);
+		CHECK(sim_mappings() <= before + 1);
+		CHECK_OK(rshare_dm_free(fresh)); /* unmaps what is left */
+		CHECK(sim_mappings() == before);
+	}
 }
 
 #define T_PROGRAM_test_dm ~, 1

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "hw_suite.h"
@@ -278,6 +280,42 @@ void case_var_free_race(const struct hw_target *t)
 			if (r[i].status != RSHARE_OK)
 				CHECK_OK(rshare_var_unimport(r[i].var));
 	}
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* A forked child shares the parent's VAR mappings (the kernel counts the
+ * copies); unimporting an inherited VAR unmaps its copy only. A VAR freed
+ * while the parent still maps it keeps its mmap entry, so the next VAR
+ * gets another offset, not the page the parent can still touch. */
+void case_var_map_fork(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
+	rshare_var *va, *copy, *next;
+	uint64_t off_old = 0, off_new = 0;
+	void *page = NULL;
+	size_t len;
+	int pid, st = 0;
+
+	REQUIRE_OK(rshare_var_alloc(a, 0, &va));
+	REQUIRE_OK(rshare_var_attrs(va, NULL, NULL, &off_old));
+	REQUIRE_OK(rshare_var_export(va, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_var_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_var_map(copy, &page));
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) /* the inherited copy goes here, its mapping unmapped */
+		_exit(rshare_var_unimport(copy) != RSHARE_OK);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_OK(rshare_var_free(va));
+	REQUIRE_OK(rshare_var_alloc(a, 0, &next));
+	REQUIRE_OK(rshare_var_attrs(next, NULL, NULL, &off_new));
+	CHECK(off_new != off_old); /* the old entry lives while copy maps it */
+	CHECK_OK(rshare_var_free(next));
+	CHECK_OK(rshare_var_unimport(copy));
 	CHECK_OK(rshare_device_close(b));
 	CHECK_OK(rshare_device_close(a));
 }

@@ -9,6 +9,7 @@
  * catches is these cases.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,6 +383,228 @@ void case_var_ledger_reuse(const struct hw_target *t)
 	CHECK_OK(rshare_var_unimport(v3)); /* freed elsewhere: let go locally */
 	CHECK_OK(rshare_var_free(v4));
 	CHECK_OK(rshare_var_free(v2));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* Two processes free the same PD at once and both destroys fail (an MR of a
+ * third keeps it busy): each free moves the serial on and back. Neither may
+ * leave the serial moved for a PD that lives on, or every holder's free and
+ * every blob of it would be refused as "freed elsewhere" from then on. */
+struct free_racer {
+	rshare_pd *pd;
+	pthread_barrier_t *go;
+	int rounds, ok, busy, not_found, other;
+};
+
+static void *free_racer(void *arg)
+{
+	struct free_racer *r = arg;
+
+	pthread_barrier_wait(r->go);
+	for (int i = 0; i < r->rounds; i++) {
+		int st = rshare_pd_free(r->pd);
+
+		if (st == RSHARE_OK)
+			r->ok++;
+		else if (st == RSHARE_E_BUSY)
+			r->busy++;
+		else if (st == RSHARE_E_NOT_FOUND)
+			r->not_found++;
+		else
+			r->other++;
+		if (st == RSHARE_OK)
+			break;
+	}
+	return NULL;
+}
+
+void case_ledger_free_race(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name), *b = hw_channel_dev(a), *c = hw_channel_dev(a);
+	unsigned char blob[RSHARE_BLOB_MAX];
+	static char buf[4096];
+	rshare_pd *pd, *copy, *busy, *again;
+	struct free_racer r[2];
+	pthread_barrier_t go;
+	pthread_t th[2];
+	rshare_mr *mr;
+	size_t len;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_pd_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_pd_import(c, blob, len, &busy));
+	REQUIRE_OK(rshare_mr_reg(busy, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	pthread_barrier_init(&go, NULL, 2);
+	r[0] = (struct free_racer){ .pd = pd, .go = &go, .rounds = 20000 };
+	r[1] = (struct free_racer){ .pd = copy, .go = &go, .rounds = 20000 };
+	for (int i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&th[i], NULL, free_racer, &r[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	/* Every destroy failed (the MR); a free that met the other's in
+	 * flight was refused (a fast loop may meet it every time), but the
+	 * refusals did not outlive the frees. */
+	for (int i = 0; i < 2; i++)
+		CHECK(r[i].ok == 0 && r[i].other == 0);
+	CHECK(r[0].busy + r[1].busy > 0);
+	if (r[0].not_found + r[1].not_found)
+		printf("# %d + %d frees met the other's in flight\n", r[0].not_found,
+		       r[1].not_found);
+	CHECK_OK(rshare_mr_dereg(mr));
+	/* The PD lives and its serial is the one every holder has. */
+	CHECK_OK(rshare_pd_import(a, blob, len, &again));
+	CHECK_OK(rshare_pd_unimport(again));
+	CHECK_OK(rshare_pd_free(copy));
+	CHECK_ST(rshare_pd_free(pd), RSHARE_E_NOT_FOUND); /* freed through b */
+	CHECK_OK(rshare_pd_unimport(pd));
+	CHECK_OK(rshare_pd_unimport(busy));
+	CHECK_OK(rshare_device_close(c));
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* An import checks the blob's ledger serial, then asks the kernel for the
+ * handle (VAR: maps the offset). A free of the object and a new one at its
+ * handle (offset) in between must not hand the importer the new object: the
+ * stand-in's STANDIN_IMPORT_PAUSE holds the import between the two while
+ * this thread frees and re-makes. */
+struct paused_import {
+	rshare_pd *pd;      /* an MR into pd, or else */
+	rshare_device *dev; /* a VAR into dev */
+	const unsigned char *blob;
+	size_t len;
+	int status;
+	char msg[256]; /* the importing thread's last error */
+};
+
+static void *paused_import(void *arg)
+{
+	struct paused_import *p = arg;
+	rshare_mr *mr = NULL;
+	rshare_var *var = NULL;
+
+	p->status = p->pd ? rshare_mr_import(p->pd, p->blob, p->len, &mr)
+			  : rshare_var_import(p->dev, p->blob, p->len, &var);
+	snprintf(p->msg, sizeof(p->msg), "%s", rshare_last_error());
+	if (mr)
+		CHECK_OK(rshare_mr_unimport(mr));
+	if (var)
+		CHECK_OK(rshare_var_unimport(var));
+	return NULL;
+}
+
+/* Start p's import and return once it is held before its kernel query. */
+static pthread_t pause_import(struct paused_import *p, int pipes[2][2])
+{
+	char hook[32], c;
+	pthread_t th;
+
+	REQUIRE(pipe(pipes[0]) == 0 && pipe(pipes[1]) == 0);
+	snprintf(hook, sizeof(hook), "%d,%d", pipes[0][1], pipes[1][0]);
+	hw_hook("STANDIN_IMPORT_PAUSE", hook);
+	REQUIRE(pthread_create(&th, NULL, paused_import, p) == 0);
+	REQUIRE(read(pipes[0][0], &c, 1) == 1);
+	hw_hook("STANDIN_IMPORT_PAUSE", NULL); /* one import only */
+	return th;
+}
+
+static void resume_import(pthread_t th, int pipes[2][2])
+{
+	REQUIRE(write(pipes[1][1], "", 1) == 1);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 4; i++)
+		close(pipes[i / 2][i % 2]);
+}
+
+void case_ledger_import_race(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name), *b = hw_channel_dev(a);
+	unsigned char blob[RSHARE_BLOB_MAX];
+	static char buf[4096];
+	struct paused_import p;
+	uint32_t h_old, h_new;
+	rshare_pd *pd, *pdb;
+	rshare_mr *mr;
+	int pipes[2][2];
+	pthread_t th;
+	size_t len;
+
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	REQUIRE_OK(rshare_pd_export(pd, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_pd_import(b, blob, len, &pdb));
+	REQUIRE_OK(rshare_mr_reg(pd, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	REQUIRE_OK(rshare_mr_handle(mr, &h_old));
+	REQUIRE_OK(rshare_mr_export(mr, blob, sizeof(blob), &len));
+	p = (struct paused_import){ .pd = pdb, .blob = blob, .len = len };
+	th = pause_import(&p, pipes);
+	/* The MR goes; a new one gets its handle and (the mkey cache) keys. */
+	CHECK_OK(rshare_mr_dereg(mr));
+	REQUIRE_OK(rshare_mr_reg(pd, buf, sizeof(buf), RSHARE_ACCESS_LOCAL_WRITE, &mr));
+	REQUIRE_OK(rshare_mr_handle(mr, &h_new));
+	REQUIRE(h_new == h_old);
+	resume_import(th, pipes);
+	CHECK_ST(p.status, RSHARE_E_NOT_FOUND);
+	CHECK(strstr(p.msg, "freed while the blob was being imported"));
+	{ /* the refused import left nothing behind: the new MR imports */
+		rshare_mr *got;
+
+		REQUIRE_OK(rshare_mr_export(mr, blob, sizeof(blob), &len));
+		CHECK_OK(rshare_mr_import(pdb, blob, len, &got));
+		CHECK_OK(rshare_mr_unimport(got));
+	}
+	CHECK_OK(rshare_mr_dereg(mr));
+	CHECK_OK(rshare_pd_unimport(pdb));
+	CHECK_OK(rshare_pd_free(pd));
+
+	if (t->var_sharing) {
+		struct var_blob old, now;
+		rshare_var *v, *got;
+
+		REQUIRE_OK(rshare_var_alloc(a, 0, &v));
+		var_blob_of(v, &old);
+		p = (struct paused_import){ .dev = b, .blob = old.b, .len = old.len };
+		th = pause_import(&p, pipes);
+		/* The VAR goes; the next takes its mmap offset. */
+		CHECK_OK(rshare_var_free(v));
+		REQUIRE_OK(rshare_var_alloc(a, 0, &v));
+		var_blob_of(v, &now);
+		REQUIRE(now.off == old.off);
+		resume_import(th, pipes);
+		CHECK_ST(p.status, RSHARE_E_NOT_FOUND);
+		CHECK_OK(rshare_var_import(b, now.b, now.len, &got));
+		CHECK_OK(rshare_var_unimport(got));
+		CHECK_OK(rshare_var_free(v));
+	}
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* A forked child that closes the device it inherited lets go of its own
+ * copy only: no kernel object of the parent's context goes with it. On
+ * mlx5 ibv_close_device would destroy the context's UAR (handle 0 of a fresh
+ * context, which no user object ever gets), so the parent's next PD would
+ * take handle 0, and the parent's own close would later destroy whatever
+ * UAR took that handle meanwhile. */
+void case_fork_close_keeps_parent(const struct hw_target *t)
+{
+	rshare_device *a = hw_open_dev(t->name);
+	rshare_pd *pd;
+	uint32_t h = 0;
+	int pid, st = 0;
+
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(rshare_device_close(a) != RSHARE_OK);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	REQUIRE_OK(rshare_pd_alloc(a, &pd));
+	CHECK_OK(rshare_pd_handle(pd, &h));
+	CHECK(h != 0);
+	CHECK_OK(rshare_pd_free(pd));
 	CHECK_OK(rshare_device_close(a));
 }
 

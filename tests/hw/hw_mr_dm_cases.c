@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -296,6 +297,45 @@ void case_dm_map_outlives_free(const struct hw_target *t)
 	CHECK_OK(rshare_dm_unimport(copy)); /* the last mapping */
 	CHECK_ST(rshare_dm_import(b, blob, len, &late), RSHARE_E_NOT_FOUND);
 	CHECK(late == NULL);
+	CHECK_OK(rshare_device_close(b));
+	CHECK_OK(rshare_device_close(a));
+}
+
+/* A forked child shares the parent's DM mappings (the kernel counts the
+ * copies); unimporting the DMs it inherited unmaps its copies only. The parent's mappings keep counting: an
+ * importer's mapping still outlives the free, and the freed memory goes to
+ * no new DM while it lives. */
+void case_dm_map_fork(const struct hw_target *t)
+{
+	unsigned char blob[RSHARE_BLOB_MAX];
+	rshare_device *a = hw_open_dev(t->name), *b = hw_import_dev(a);
+	rshare_dm *dm, *copy, *fresh[3] = { NULL, NULL, NULL };
+	char got[16] = "";
+	void *q = NULL;
+	size_t len;
+	int pid, st = 0, n;
+
+	REQUIRE_OK(rshare_dm_alloc(a, 4096, &dm));
+	CHECK_OK(rshare_dm_write(dm, 0, "before the fork", 16));
+	REQUIRE_OK(rshare_dm_export(dm, blob, sizeof(blob), &len));
+	REQUIRE_OK(rshare_dm_import(b, blob, len, &copy));
+	REQUIRE_OK(rshare_dm_map(copy, &q));
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) /* the inherited copies go here, their mappings unmapped */
+		_exit(rshare_dm_unimport(copy) != RSHARE_OK || rshare_dm_unimport(dm) != RSHARE_OK);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_OK(rshare_dm_free(dm));
+	for (n = 0; n < 3 && rshare_dm_alloc(a, 4096, &fresh[n]) == RSHARE_OK; n++)
+		CHECK_OK(rshare_dm_write(fresh[n], 0, "fresh device mem", 16));
+	CHECK(n > 0);
+	words_from(got, q, sizeof(got));
+	CHECK(memcmp(got, "before the fork", 16) == 0);
+	for (int i = 0; i < n; i++)
+		CHECK_OK(rshare_dm_free(fresh[i]));
+	CHECK_OK(rshare_dm_unimport(copy));
 	CHECK_OK(rshare_device_close(b));
 	CHECK_OK(rshare_device_close(a));
 }

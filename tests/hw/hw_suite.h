@@ -72,6 +72,7 @@ void case_var_stale(const struct hw_target *t);
 void case_var_unimport_once(const struct hw_target *t);
 void case_identity_fields(const struct hw_target *t);
 void case_var_free_race(const struct hw_target *t);
+void case_var_map_fork(const struct hw_target *t);
 
 /* hw_mr_dm_cases.c */
 void case_caps(const struct hw_target *t);
@@ -80,6 +81,7 @@ void case_mr_share(const struct hw_target *t);
 void case_mr_handle_reused(const struct hw_target *t);
 void case_dm_share(const struct hw_target *t);
 void case_dm_map_outlives_free(const struct hw_target *t);
+void case_dm_map_fork(const struct hw_target *t);
 void case_dm_not_mlx5(const struct hw_target *t);
 
 /* hw_buf_cases.c: shared buffers (since 1.2) */
@@ -94,8 +96,11 @@ void case_table_never_zero(const struct hw_target *t);
 void case_other_context_mismatch(const struct hw_target *t);
 void case_reuse_levels(const struct hw_target *t);
 void case_fork_channel(const struct hw_target *t);
+void case_fork_close_keeps_parent(const struct hw_target *t);
 void case_var_ledger_reuse(const struct hw_target *t);
 void case_ledger_untrusted(const struct hw_target *t);
+void case_ledger_free_race(const struct hw_target *t);
+void case_ledger_import_race(const struct hw_target *t);
 void case_no_import_provider(const struct hw_target *t);
 void case_var_fault_mode(const struct hw_target *t);
 void case_broker_ledger(const struct hw_target *t);

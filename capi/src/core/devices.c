@@ -328,13 +328,14 @@ int rshare_device_close(rshare_device *dev)
 {
 	struct rs_slot *slot;
 	struct rs_device *d;
+	bool inherited = false;
 	uint64_t pins;
 	int status;
 
 	/* A device inherited through fork: first let go, here only, of the
 	 * objects the child inherited with it (fork.c). */
 	if (rs_pin(dev, RS_OBJ_DEVICE, &slot) == RSHARE_OK) {
-		bool inherited = rs_slot_inherited(slot);
+		inherited = rs_slot_inherited(slot);
 		d = slot->u.dev;
 		rs_unpin(slot);
 		if (inherited)
@@ -353,6 +354,7 @@ int rshare_device_close(rshare_device *dev)
 		RS_RETURN(status);
 	d = slot->u.dev;
 	rs_retire_commit(slot);
+	d->ctx.forked = inherited;
 	d->ctx.ops->close(&d->ctx);
 	free(d);
 	return RSHARE_OK;

@@ -57,18 +57,35 @@ static void *dm_native(const struct rs_obj *obj)
 	return obj->u.dm.prov;
 }
 
+/* obj's DM as the provider maps it: the fields fixed while the DM lives.
+ * Threads map and unmap it at once, so map, map_first and map_count are
+ * only ever accessed atomically (a struct copy would read them plainly). */
+static struct rs_dm_info dm_fixed(const struct rs_obj *obj)
+{
+	const struct rs_dm_info *d = &obj->u.dm;
+
+	return (struct rs_dm_info){ .handle = d->handle, .serial = d->serial,
+				    .length = d->length, .prov = d->prov };
+}
+
 /* Drop this process's mapping, if any (the one taken atomically: a
  * concurrent rshare_dm_unmap unmaps it once). */
 static void dm_unmap_op(struct rs_obj *obj)
 {
-	struct rs_dm_info info = obj->u.dm;
+	struct rs_dm_info info;
 
 	/* A plain load first: releasing an unmapped DM takes no locked step. */
 	if (!__atomic_load_n(&obj->u.dm.map, __ATOMIC_ACQUIRE))
 		return;
+	info = dm_fixed(obj);
 	info.map = __atomic_exchange_n(&obj->u.dm.map, NULL, __ATOMIC_ACQ_REL);
-	if (info.map)
-		obj->dev->ctx.ops->dm_unmap(&obj->dev->ctx, &info);
+	if (!info.map)
+		return;
+	/* Stored before the map taken here was published (the exchange
+	 * acquires them); any later mapper of this DM stores the same. */
+	info.map_first = __atomic_load_n(&obj->u.dm.map_first, __ATOMIC_RELAXED);
+	info.map_count = __atomic_load_n(&obj->u.dm.map_count, __ATOMIC_RELAXED);
+	obj->dev->ctx.ops->dm_unmap(&obj->dev->ctx, &info);
 }
 
 static const struct rs_obj_ops dm_ops = {
@@ -205,14 +222,16 @@ int rshare_dm_map(rshare_dm *dm, void **addr)
 	if (status)
 		RS_RETURN(status);
 	obj = &slot->u.obj;
-	info = obj->u.dm;
+	info = dm_fixed(obj);
 	info.map = __atomic_load_n(&obj->u.dm.map, __ATOMIC_ACQUIRE);
 	if (!info.map && !obj->dev->ctx.ops->dm_map) {
 		status = rs_unsupported(&obj->dev->ctx, "map device memory");
 	} else if (!info.map && !(status = obj->dev->ctx.ops->dm_map(&obj->dev->ctx, &info))) {
-		/* Another thread may have mapped it meanwhile: one mapping stays. */
-		obj->u.dm.map_first = info.map_first;
-		obj->u.dm.map_count = info.map_count;
+		/* Another thread may have mapped it meanwhile: one mapping stays.
+		 * What unmapping needs goes before the mapping is published
+		 * (the same values from every mapper of this DM). */
+		__atomic_store_n(&obj->u.dm.map_first, info.map_first, __ATOMIC_RELAXED);
+		__atomic_store_n(&obj->u.dm.map_count, info.map_count, __ATOMIC_RELAXED);
 		if (!__atomic_compare_exchange_n(&obj->u.dm.map, &none, info.map, false,
 						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			obj->dev->ctx.ops->dm_unmap(&obj->dev->ctx, &info);

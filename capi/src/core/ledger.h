@@ -14,7 +14,8 @@
  * the freed object's key before the kernel destroy; a blob carries the
  * serial its object had when it was made or imported, and an import into a
  * context with the ledger refuses a blob whose serial is not the key's
- * current one (RSHARE_E_NOT_FOUND), and a free refuses a handle whose
+ * current one, before the kernel is asked and again after it answered
+ * (RSHARE_E_NOT_FOUND), and a free refuses a handle whose
  * object's serial moved on since the handle got it (freed elsewhere: the
  * destroy could reach the object now at that handle).
  *
@@ -66,9 +67,14 @@ bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space, uint32
 		   uint32_t *serial);
 /* Before a free: move key's serial on (blobs made before no longer
  * import); *before is what it was, for rs_ledger_undo if the free fails.
- * False if the ledger does not cover key. */
+ * With expect (the serial the freeing handle got), only if the serial is
+ * still *expect: otherwise nothing moves and *before is the serial found
+ * (the object was freed elsewhere, or another free of it is in flight).
+ * A refused free writing nothing keeps two failing frees of one object
+ * from undoing into each other's bump (which left the serial moved on for
+ * an object that lives). False if the ledger does not cover key. */
 bool rs_ledger_bump(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
-		    uint32_t *before);
+		    const uint32_t *expect, uint32_t *before);
 /* A free that failed: the serial goes back unless someone moved it since. */
 void rs_ledger_undo(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
 		    uint32_t before);

@@ -187,6 +187,30 @@ static int check_ledger(struct rs_obj *obj, const struct rs_blob *b)
 	return RSHARE_OK;
 }
 
+/* check_ledger passed before the kernel was asked for the handle (VAR: its
+ * offset mapped). A free of the object meanwhile (its bump comes before its
+ * destroy) may have let the kernel give the handle to a new object, which
+ * the import then got: the serial still the one checked means no rshare
+ * free of the object had begun when the kernel answered. Else the import
+ * is undone as release undoes it. */
+static int recheck_ledger(struct rs_obj *obj, const struct rs_obj_ops *ops)
+{
+	struct ledger_key k;
+	uint32_t now;
+
+	if (!obj_ledger_key(obj, &k) || !rs_ledger_get(obj->dev->ctx.ledger, k.space, k.key, &now) ||
+	    now == obj->ledger_serial)
+		return RSHARE_OK;
+	if (ops->unmap)
+		ops->unmap(obj);
+	ops->unimport(obj);
+	return rs_fail(RSHARE_E_NOT_FOUND, 0,
+		       "this %s on %s was freed while the blob was being imported (ledger "
+		       "serial %u, the blob's %u): its %s may name another object now",
+		       rs_obj_kind_name(ops->slot_kind), obj->dev->ctx.name, now,
+		       obj->ledger_serial, k.space == RS_LEDGER_MMAP ? "mmap offset" : "handle");
+}
+
 /* Import from blob (raw, len bytes) or from b (decoded already). */
 static int import(const void *parent, const struct rs_obj_ops *ops, const void *blob,
 		  size_t len, const struct rs_blob *b, void **out)
@@ -212,6 +236,8 @@ static int import(const void *parent, const struct rs_obj_ops *ops, const void *
 		status = check_ledger(obj, b);
 	if (!status)
 		status = ops->import(obj, b);
+	if (!status && obj->ledger_known)
+		status = recheck_ledger(obj, ops);
 	return finish(slot, ops, status, out);
 }
 
@@ -271,20 +297,23 @@ static int release(const void *h, const struct rs_obj_ops *ops, bool destroy, bo
 		struct rs_ledger *l = obj->dev->ctx.ledger;
 		struct ledger_key k;
 		uint32_t before;
-		bool bumped = obj_ledger_key(obj, &k) && rs_ledger_bump(l, k.space, k.key, &before);
+		/* A held MR is freed by its buffer, which checked and bumped
+		 * the same handle's serial already: it moves on regardless. */
+		const uint32_t *expect = !owner && obj->ledger_known ? &obj->ledger_serial : NULL;
+		bool bumped = obj_ledger_key(obj, &k) &&
+			      rs_ledger_bump(l, k.space, k.key, expect, &before);
 
-		/* The serial moved on since this handle got the object: it was
-		 * freed through rshare elsewhere, and the kernel may have given
-		 * its handle (or VAR offset) to another object, which a destroy
-		 * would take down instead. (A held MR is freed by its buffer,
-		 * which checked and bumped the same handle's serial already.) */
-		if (bumped && !owner && obj->ledger_known && before != obj->ledger_serial) {
-			rs_ledger_undo(l, k.space, k.key, before);
+		/* The serial moved on since this handle got the object (and
+		 * did not move now): it was freed through rshare elsewhere, and
+		 * the kernel may have given its handle (or VAR offset) to
+		 * another object, which a destroy would take down instead; or
+		 * another free of it is in flight. */
+		if (bumped && expect && before != *expect) {
 			rs_retire_cancel(slot);
 			return rs_fail(RSHARE_E_NOT_FOUND, 0,
 				       "this %s on %s was freed by another process since this "
-				       "handle got it (ledger serial %u, the handle's %u): "
-				       "unimport it instead",
+				       "handle got it, or is being freed (ledger serial %u, the "
+				       "handle's %u): unimport it instead",
 				       rs_obj_kind_name(ops->slot_kind), obj->dev->ctx.name,
 				       before, obj->ledger_serial);
 		}

@@ -48,6 +48,10 @@ struct rs_ctx {
 	/* Import only, in: the ledger fd that came with the context's fd, or
 	 * -1. A provider that takes it sets -1; the core closes it otherwise. */
 	int ledger_in;
+	/* Set by the core before close: the context came to this process
+	 * through fork(), so closing it must destroy nothing of the context
+	 * the parent (and every other holder) keeps using (fork.c). */
+	bool forked;
 };
 
 /* A PD as the provider sees it. */

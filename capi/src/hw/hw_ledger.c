@@ -196,13 +196,19 @@ bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space, uint32
 }
 
 bool rs_ledger_bump(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
-		    uint32_t *before)
+		    const uint32_t *expect, uint32_t *before)
 {
 	uint32_t *p = slot(l, space, key);
 
 	if (!p)
 		return false;
-	*before = __atomic_fetch_add(p, 1, __ATOMIC_RELAXED);
+	if (!expect) {
+		*before = __atomic_fetch_add(p, 1, __ATOMIC_RELAXED);
+		return true;
+	}
+	*before = *expect; /* on a mismatch the CAS stores the serial found */
+	__atomic_compare_exchange_n(p, before, *expect + 1, false, __ATOMIC_RELAXED,
+				    __ATOMIC_RELAXED);
 	return true;
 }
 

@@ -254,7 +254,16 @@ static void hw_close(struct rs_ctx *ctx)
 
 	rs_hw_table_close(ctx);
 	free_ctx(ctx);
-	rs_hw_verbs()->close_device(ib);
+	/* Inherited through fork: rdma-core has no close of this process's
+	 * copy only. ibv_close_device would destroy the context's own kernel
+	 * objects, which the parent's copy still uses (mlx5_free_context frees
+	 * its UAR: a uobject of the one ufile), and the parent's close would
+	 * later destroy whatever took that handle. Only this process's fd goes;
+	 * the ibv_context's memory and mappings stay with the child. */
+	if (ctx->forked)
+		rs_close_quietly(ctx->fd);
+	else
+		rs_hw_verbs()->close_device(ib);
 	ctx->fd = -1;
 }
 

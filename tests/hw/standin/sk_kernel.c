@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -152,6 +153,7 @@ static const char *const env_names[SK_ENV_COUNT] = {
 	[SK_ENV_EXPORT_SIZES_GROWN] = "STANDIN_EXPORT_SIZES_GROWN",
 	[SK_ENV_FAIL_IMPORT] = "STANDIN_FAIL_IMPORT",
 	[SK_ENV_FAIL_ALLOC_PD] = "STANDIN_FAIL_ALLOC_PD",
+	[SK_ENV_IMPORT_PAUSE] = "STANDIN_IMPORT_PAUSE",
 };
 static const char *env_value[SK_ENV_COUNT];
 static uint32_t env_read_at = UINT32_MAX; /* env_gen when env_value was read */
@@ -183,6 +185,17 @@ void sk_env_changed(void)
 {
 	pthread_once(&dev_once, dev_map);
 	__atomic_fetch_add(&dev_file->env_gen, 1, __ATOMIC_RELEASE);
+}
+
+void sk_import_pause(void)
+{
+	const char *how = sk_env(SK_ENV_IMPORT_PAUSE);
+	int wfd, rfd;
+	char c = 0;
+
+	if (how && sscanf(how, "%d,%d", &wfd, &rfd) == 2 && write(wfd, &c, 1) == 1)
+		while (read(rfd, &c, 1) < 0 && errno == EINTR)
+			;
 }
 
 int sk_check_alive(void)

@@ -36,6 +36,11 @@
  *                           the doorbell page"
  *   RDMAV_ALLOW_DISASSOC_DESTROY  rdma-core's own variable (libibverbs
  *                           init.c): only with it is EIO on destroy success
+ *   STANDIN_IMPORT_PAUSE=<wfd>,<rfd>  every import of an object (PD, MR,
+ *                           DM, VAR) stops before it asks the kernel: it
+ *                           writes a byte to wfd and waits for one on rfd,
+ *                           so a test can change the table meanwhile (a race
+ *                           made deterministic; sk_import_pause)
  * and STANDIN_FAIL_IMPORT, STANDIN_FAIL_ALLOC_PD and
  * STANDIN_EXPORT_SIZES_GROWN (see their users in sk_verbs.c, sk_mlx5.c).
  */
@@ -112,6 +117,8 @@ struct sk_dm {
 	void *mmap_va;    /* the page-aligned mapping, mmap_len bytes */
 	size_t mmap_len;
 	void *start_va;   /* mmap_va + offset's place in its page */
+	struct sk_dm *prev, *next; /* this process's DMs (sk_verbs.c, for fork) */
+	bool inherited;   /* a fork child's copy: its mapping was never counted */
 };
 
 /* What the kernel knows of an object (filled by sk_obj_lookup). */
@@ -144,6 +151,7 @@ enum sk_env {
 	SK_ENV_EXPORT_SIZES_GROWN,
 	SK_ENV_FAIL_IMPORT,
 	SK_ENV_FAIL_ALLOC_PD,
+	SK_ENV_IMPORT_PAUSE,
 	SK_ENV_COUNT
 };
 const char *sk_env(enum sk_env which);
@@ -153,6 +161,9 @@ const char *sk_env(enum sk_env which);
  * the device-state file, shared with the stand-in libraries' copy when
  * STANDIN_DEVICE_STATE names one (hw_suite sets it). */
 void sk_env_changed(void);
+/* STANDIN_IMPORT_PAUSE: called by every object import before its kernel
+ * query (none without the hook). */
+void sk_import_pause(void);
 
 /* Create an object in the context's table; in: the fields of info the type
  * needs (SK_MR: pd, access, addr, length; SK_DM: length), out: the rest.

@@ -193,6 +193,7 @@ struct mlx5dv_var *mlx5dv_var_import(struct ibv_context *context, void *data)
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	sk_import_pause();
 	memcpy(&rec, data, sizeof(rec));
 	return new_var(context, rec.handle, rec.page_id, rec.length,
 		       (off_t)rec.mmap_off);

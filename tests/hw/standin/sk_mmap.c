@@ -20,10 +20,13 @@
  * programs that cannot link it (the rshare command).
  *
  * Mappings are tracked per process; a process that ends without unmapping
- * drops its counts in a destructor. A mapping inherited over fork() is not
- * counted (the child execs at once in these tests), and one left by a
- * killed process keeps its entry forever: the stand-in has no hook on the
- * end of a process.
+ * drops its counts in a destructor. The kernel counts a mapping a fork()
+ * copies (rdma_umap_open in drivers/infiniband/core/ib_core_uverbs.c) and
+ * drops it at the child's munmap, exec or exit; the stand-in cannot see an
+ * exec, so it counts no copy, and the child's munmap of an inherited
+ * mapping drops nothing (the parent's keep the entry, as on a real
+ * kernel). One left by a killed process keeps its entry forever: the
+ * stand-in has no hook on the end of a process.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,6 +44,7 @@ struct sk_map {
 	size_t len;
 	struct sk_ufile *uf; /* the table, mapped for as long as this mapping lives */
 	uint32_t entry;
+	bool inherited; /* a fork child's copy: never counted */
 };
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -105,7 +109,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	for (slot = 0; slot < SK_MAX_MAPS && maps[slot].addr; slot++)
 		;
 	if (p != MAP_FAILED && slot < SK_MAX_MAPS)
-		maps[slot] = (struct sk_map){ p, len, uf, entry };
+		maps[slot] = (struct sk_map){ p, len, uf, entry, false };
 	pthread_mutex_unlock(&maps_lock);
 	if (p == MAP_FAILED || slot == SK_MAX_MAPS) {
 		err = p == MAP_FAILED ? errno : ENOMEM;
@@ -134,7 +138,8 @@ static void untrack(void *addr, size_t len)
 	}
 	pthread_mutex_unlock(&maps_lock);
 	if (m.addr) {
-		sk_entry_unmap(m.uf, m.entry);
+		if (!m.inherited)
+			sk_entry_unmap(m.uf, m.entry);
 		real_munmap()(m.uf, SK_TABLE_SIZE);
 	}
 }
@@ -146,6 +151,28 @@ int munmap(void *addr, size_t len)
 	if (r == 0)
 		untrack(addr, len);
 	return r;
+}
+
+static void maps_prepare(void)
+{
+	pthread_mutex_lock(&maps_lock);
+}
+
+static void maps_parent(void)
+{
+	pthread_mutex_unlock(&maps_lock);
+}
+
+static void maps_child(void)
+{
+	for (int i = 0; i < SK_MAX_MAPS; i++)
+		maps[i].inherited = maps[i].addr != NULL;
+	pthread_mutex_unlock(&maps_lock);
+}
+
+__attribute__((constructor)) static void maps_atfork(void)
+{
+	pthread_atfork(maps_prepare, maps_parent, maps_child);
 }
 
 __attribute__((destructor)) static void drop_all(void)

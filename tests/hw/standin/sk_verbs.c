@@ -363,6 +363,7 @@ struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
 
 	if (dummy_import(context))
 		return NULL;
+	sk_import_pause();
 	err = sk_obj_lookup(context, SK_PD, pd_handle, &info);
 	if (err) {
 		errno = err;
@@ -483,6 +484,7 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 
 	if (dummy_import(pd->context))
 		return NULL;
+	sk_import_pause();
 	err = sk_obj_lookup(pd->context, SK_MR, mr_handle, &info);
 	if (err) {
 		errno = err;
@@ -530,6 +532,62 @@ static int sk_memcpy_from_dm(void *dst, struct ibv_dm *dm, uint64_t off, size_t 
 		       ? 0 : EIO;
 }
 
+/* This process's DMs, each holding a mapping. A fork() copies them all;
+ * the kernel counts every copy (rdma_umap_open in
+ * drivers/infiniband/core/ib_core_uverbs.c) and drops it at the child's
+ * munmap, exec or exit. The stand-in cannot see an exec or an exit, so it
+ * counts no copy, and the child's unimport or free of one drops nothing:
+ * the parent's mappings keep the memory as they do on a real kernel. */
+static pthread_mutex_t dms_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sk_dm *dms;
+static pthread_once_t dms_once = PTHREAD_ONCE_INIT;
+
+static void dms_prepare(void)
+{
+	pthread_mutex_lock(&dms_lock);
+}
+
+static void dms_parent(void)
+{
+	pthread_mutex_unlock(&dms_lock);
+}
+
+static void dms_child(void)
+{
+	for (struct sk_dm *d = dms; d; d = d->next)
+		d->inherited = true;
+	pthread_mutex_unlock(&dms_lock);
+}
+
+static void dms_atfork(void)
+{
+	pthread_atfork(dms_prepare, dms_parent, dms_child);
+}
+
+static void dms_add(struct sk_dm *d)
+{
+	pthread_once(&dms_once, dms_atfork);
+	pthread_mutex_lock(&dms_lock);
+	d->prev = NULL;
+	d->next = dms;
+	if (dms)
+		dms->prev = d;
+	dms = d;
+	pthread_mutex_unlock(&dms_lock);
+}
+
+static void dms_remove(struct sk_dm *d)
+{
+	pthread_mutex_lock(&dms_lock);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		dms = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	pthread_mutex_unlock(&dms_lock);
+}
+
 /* Upstream maps a MEMIC DM's pages through the cmd_fd both when it
  * allocates it (providers/mlx5/verbs.c alloc_dm_memic -> dm_mmap) and when
  * it imports it (mlx5_import_dm, after MLX5_IB_METHOD_DM_QUERY ->
@@ -572,6 +630,7 @@ static struct ibv_dm *new_dm(struct ibv_context *context, uint32_t handle,
 	d->length = info->length;
 	d->mmap_va = va;
 	d->start_va = (char *)va + in_page;
+	dms_add(d);
 	return &d->dm;
 }
 
@@ -580,8 +639,10 @@ static void drop_dm(struct ibv_dm *dm)
 {
 	struct sk_dm *d = (struct sk_dm *)dm;
 
+	dms_remove(d);
 	munmap(d->mmap_va, d->mmap_len);
-	sk_dm_unmap(dm->context, d->offset);
+	if (!d->inherited)
+		sk_dm_unmap(dm->context, d->offset);
 	free(d);
 }
 
@@ -632,6 +693,7 @@ struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 
 	if (dummy_import(context))
 		return NULL;
+	sk_import_pause();
 	err = sk_obj_lookup(context, SK_DM, dm_handle, &info);
 	if (err) {
 		errno = err;
