@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 
@@ -230,6 +231,51 @@ static void case_wait_signal(void)
 	CHECK_OK(rshare_attach_cancel(op));
 	CHECK(waiting_count() == 0);
 	CHECK_ST(rshare_attach_wait(op, 0, 0), RSHARE_E_STALE);
+}
+
+/* A cancel from another thread while a thread waits without a time limit
+ * on the op: the cancel returns at once (it never blocks) and wakes the
+ * waiter, whose next finish tells it the op is over. */
+struct waiter {
+	rshare_attach *op;
+	int status;
+	uint64_t woke;
+};
+
+static void *wait_forever(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->status = rshare_attach_wait(w->op, -1, 0);
+	w->woke = ms_now();
+	return NULL;
+}
+
+static void case_wait_cancel(void)
+{
+	struct waiter w = { NULL, INT32_MIN, 0 };
+	rshare_device *dev;
+	unsigned char payload[64];
+	size_t len;
+	pthread_t th;
+	uint64_t t0;
+	int before = count_fds();
+
+	REQUIRE_OK(rshare_broker_attach_start(path, "never/published", &w.op));
+	REQUIRE(pthread_create(&th, NULL, wait_forever, &w) == 0);
+	usleep(100000); /* the waiter is in its poll */
+	t0 = ms_now();
+	alarm(10); /* a cancel that waits for the waiter would wait for ever */
+	CHECK_OK(rshare_attach_cancel(w.op));
+	CHECK(ms_now() - t0 < 1000);
+	pthread_join(th, NULL);
+	alarm(0);
+	CHECK(w.woke - t0 < 1000);
+	CHECK(w.status == RSHARE_OK || w.status == RSHARE_E_STALE);
+	CHECK_ST(rshare_attach_finish(w.op, &dev, payload, sizeof(payload), &len),
+		 RSHARE_E_STALE);
+	CHECK(waiting_count() == 0);
+	CHECK(count_fds() == before);
 }
 
 static void case_bad_arguments(void)
@@ -485,6 +531,76 @@ static void case_buffer_cancel_race(void)
 	close(done);
 	REQUIRE(waitpid(pub, &st, 0) == pub);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(count_fds() == before);
+}
+
+/* ---- a hostile broker's replies to an operation ---- */
+
+/* A hostile broker at hpath answering one attach with an OK reply of a
+ * len-byte body carrying nfds fresh memfds (the device's, then extras). */
+struct liar {
+	int lfd;
+	uint32_t len;
+	int nfds;
+};
+
+static void *liar_broker(void *arg)
+{
+	struct liar *l = arg;
+	unsigned char req[512], *m = calloc(1, 16 + (size_t)l->len);
+	int fds[8], s = accept(l->lfd, NULL, NULL);
+
+	if (s < 0 || !m) {
+		free(m);
+		return NULL;
+	}
+	(void)!recv(s, req, sizeof(req), 0);
+	for (int i = 0; i < l->nfds; i++)
+		fds[i] = memfd_create("liar", MFD_CLOEXEC);
+	raw_header(m, RAW_ATTACH | RAW_REPLY, 0, l->len);
+	send_fds(s, m, 16 + l->len, fds, l->nfds);
+	for (int i = 0; i < l->nfds; i++)
+		close(fds[i]); /* in flight: the client's are the last references */
+	free(m);
+	close(s);
+	return NULL;
+}
+
+/* A share one byte past RSHARE_PAYLOAD_MAX is no share: PROTOCOL, the op
+ * over and every fd it carried closed; not NOSPACE asking for a buffer
+ * past the limit (which the bindings' full-size finish cannot give, and so
+ * would drop the op, fds and all). The blocking attach refuses it too,
+ * whatever the caller's room. */
+static void case_hostile_reply(void)
+{
+	static unsigned char payload[RSHARE_PAYLOAD_MAX + 64];
+	struct liar l = { -1, RSHARE_PAYLOAD_MAX + 1, 2 };
+	char hpath[128];
+	rshare_attach *op;
+	rshare_device *dev = NULL;
+	int fds[RSHARE_CHANNEL_FDS_MAX], before = count_fds();
+	size_t n = 0, len = 0;
+	pthread_t t;
+
+	snprintf(hpath, sizeof(hpath), "%s/liar.sock", dir);
+	l.lfd = raw_listen(hpath);
+	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
+	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+	pthread_join(t, NULL);
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
+				       RSHARE_PAYLOAD_MAX, &len), RSHARE_E_PROTOCOL);
+	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
+	CHECK(dev == NULL);
+	CHECK(count_fds() == before + 1); /* the listener */
+
+	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
+	CHECK_ST(rshare_broker_attachv(hpath, "x", 0, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n,
+				       payload, sizeof(payload), &len), RSHARE_E_PROTOCOL);
+	pthread_join(t, NULL);
+	CHECK(dev == NULL);
+	close(l.lfd);
+	unlink(hpath);
 	CHECK(count_fds() == before);
 }
 

@@ -87,6 +87,32 @@ def test_task_cancel(endpoint):
     assert took < 5, took
 
 
+def test_a_finish_failing_in_python_still_cancels_the_operation(endpoint):
+    """The extension's attach_finish can fail before it reaches the C
+    operation (its 64 KiB payload buffer not allocated: MemoryError), the
+    operation still pending: aio.attach cancels it on the way out, leaving
+    no fd and no waiting request."""
+    with rshare.serve(endpoint):
+        lines, _ = run_script('''
+            import rshare._rshare as _c
+            real_finish = _c.attach_finish
+
+            def out_of_memory(op):
+                raise MemoryError("no payload buffer")
+
+            async def main():
+                _c.attach_finish = out_of_memory
+                try:
+                    await rshare.aio.attach("aio/never", endpoint=ep)
+                except MemoryError:
+                    print("out of memory")
+                finally:
+                    _c.attach_finish = real_finish
+            ''', endpoint)
+    assert "out of memory" in lines, lines
+    assert_left_nothing(lines)
+
+
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is Python 3.11+")
 def test_asyncio_timeout(endpoint):
     with rshare.serve(endpoint):
@@ -249,3 +275,40 @@ def test_attach_a_buffer_share_with_a_timeout(endpoint):
         asyncio.run(main())
         assert len(os.listdir("/proc/self/fd")) == before
         assert rshare.waiting(endpoint) == []
+
+
+def _lying_broker(listener, body_len, nfds):
+    """A hostile broker: answer one attach with an OK reply of a body_len
+    body carrying nfds fresh memfds (the device's, then a buffer's)."""
+    conn, _ = listener.accept()
+    with conn:
+        conn.recv(512)
+        header = (b"RSBK\x01\x00" + bytes([0x82, 0]) + body_len.to_bytes(4, "little")
+                  + (0).to_bytes(4, "little"))
+        fds = [os.memfd_create("liar") for _ in range(nfds)]
+        try:
+            socket.send_fds(conn, [header + bytes(body_len)], fds)
+        finally:
+            for fd in fds:
+                os.close(fd)  # in flight: the attacher's are the last references
+
+
+def test_attach_refuses_an_oversized_share_and_keeps_nothing(tmp_path):
+    """A broker's reply one byte past RSHARE_PAYLOAD_MAX, with a device fd
+    and a buffer's: aio.attach raises ProtocolError and leaves no fd (its
+    operation, the reply's fds) behind, whichever way it fails."""
+    import threading
+
+    path = str(tmp_path / "liar.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(1)
+    with listener:
+        before = len(os.listdir("/proc/self/fd"))
+        liar = threading.Thread(target=_lying_broker,
+                                args=(listener, rshare.PAYLOAD_MAX + 1, 2))
+        liar.start()
+        with pytest.raises(rshare.ProtocolError):
+            asyncio.run(asyncio.wait_for(rshare.aio.attach("x", endpoint=path), 10))
+        liar.join()
+        assert len(os.listdir("/proc/self/fd")) == before

@@ -5,6 +5,7 @@ meeting this one only by name, through a broker embedded here and through
 the `rshare serve` daemon."""
 
 import os
+import select
 import signal
 import stat
 import subprocess
@@ -339,3 +340,109 @@ def test_shares_retries_a_growing_list_a_few_times_only(endpoint):
     listener.close()
     thread.join(10)
     assert len(served) <= 8
+
+
+def _fd_count():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _out_of_memory_sweep(start, call, end, undo):
+    """call(start()) with the k-th Python allocation failing and every one
+    after it, for k = 0, 1, ... until it succeeds, end(started) after
+    each: each MemoryError must leave nothing behind (undo(result)
+    releases a success). Returns the number of failed calls."""
+    _testcapi = pytest.importorskip("_testcapi")
+    failed = 0
+    for k in range(400):
+        before = _fd_count()
+        started = start()
+        _testcapi.set_nomemory(k)
+        try:
+            got = call(started)
+        except MemoryError:
+            got = None
+        finally:
+            _testcapi.remove_mem_hooks()
+        end(started)
+        if got is not None:
+            undo(got)
+            assert _fd_count() == before
+            return failed
+        failed += 1
+        assert _fd_count() == before, f"allocation {k} failing left fds open"
+    raise AssertionError("never succeeded")
+
+
+def test_attach_out_of_memory_closes_the_buffer_fds(daemon):
+    """The extension's attach (blocking and event-loop) of a share with a
+    buffer, with Python's allocator failing at each of its steps in turn:
+    the device and the buffer's memfd are closed whichever failed (the
+    fd list, the Device, the result tuple), and no reference is dropped
+    twice; an operation started but not returned is cancelled. (The
+    broker is another process: its ends of the connections are not
+    counted here.)"""
+    _c = rshare._rshare
+    endpoint = daemon
+
+    def undo(got):
+        dev, _, fds = got
+        for fd in fds:
+            os.close(fd)
+        dev.close()
+
+    def start_op():
+        op = _c.attach_start(endpoint, "oom/buffer")
+        select.select([_c.attach_fd(op)], [], [], 5)
+        return op
+
+    def cancel_op(op):
+        try:
+            _c.attach_cancel(op)
+        except rshare.StaleHandleError:
+            pass  # finished (or failed for good): over in C
+
+    def nothing(_):
+        pass
+
+    with rshare.open("sim0") as dev, dev.alloc_pd() as pd:
+        buf = pd.alloc_buffer(4096)
+        with rshare.publish("oom/buffer", dev, pd=pd, buf=buf, endpoint=endpoint):
+            undo(_c.broker_attach(endpoint, "oom/buffer", 0))  # the kept connection made
+            assert _out_of_memory_sweep(
+                lambda: None, lambda _: _c.broker_attach(endpoint, "oom/buffer", 0),
+                nothing, undo) > 0
+            assert _out_of_memory_sweep(start_op, _c.attach_finish, cancel_op, undo) > 0
+            assert _out_of_memory_sweep(lambda: None, lambda _: _c.attach_start(
+                endpoint, "oom/buffer"), nothing, cancel_op) > 0
+        buf.free()
+
+
+class _Interrupted(BaseException):
+    """What a signal handler might raise at any line (as KeyboardInterrupt)."""
+
+
+def test_attached_failing_midway_closes_its_fds_once(monkeypatch):
+    """An Attached (import_objects=False) whose making is interrupted after
+    it took the share's fds: they are closed once, not again by its
+    finalizer when the half-made object goes, which would close whatever
+    file reused the number meanwhile."""
+    import gc
+
+    def interrupted(payload):
+        raise _Interrupted()
+
+    with rshare.open("sim0") as dev:
+        fds = [os.memfd_create("received")]
+        number = fds[0]
+        monkeypatch.setattr(rshare._broker, "split_blobs", interrupted)
+        with pytest.raises(_Interrupted) as caught:
+            rshare._broker._attached("x", dev, b"", fds, False)
+        monkeypatch.undo()
+        reused = os.memfd_create("reused")  # the lowest free number: the closed one's
+        try:
+            assert reused == number
+            del caught  # the traceback held the half-made Attached
+            gc.collect()
+            os.fstat(reused)  # still open: nobody closed it behind our back
+        finally:
+            os.close(reused)

@@ -198,12 +198,42 @@ static PyObject *broker_withdraw_name(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* (Device, payload, [fds]) of an attach: the device h and the fds
+ * received are the caller's then. If the tuple cannot be made (out of
+ * memory) the device and every fd are closed and NULL returned: a list of
+ * ints does not close its fds when it goes, nor does a failed
+ * Py_BuildValue give back the references "N" would have taken, so the
+ * parts are held here ("O") and dropped once whatever happened. */
+static PyObject *attached_tuple(rshare_device *h, const char *buf, size_t len, const int *fds,
+				size_t nfds)
+{
+	PyObject *dev = rs_py_wrap_device(h); /* closes h when it fails */
+	PyObject *fdl = dev ? PyList_New((Py_ssize_t)nfds) : NULL, *res = NULL;
+
+	for (size_t i = 0; fdl && i < nfds; i++) {
+		PyObject *v = PyLong_FromLong(fds[i]);
+
+		if (v)
+			PyList_SET_ITEM(fdl, (Py_ssize_t)i, v);
+		else
+			Py_CLEAR(fdl);
+	}
+	if (dev && fdl)
+		res = Py_BuildValue("(Oy#O)", dev, buf, (Py_ssize_t)len, fdl);
+	if (!res)
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]);
+	Py_XDECREF(dev); /* the tuple's reference, or the last: closes the device */
+	Py_XDECREF(fdl);
+	return res;
+}
+
 /* (Device, payload, [fds]); timeout in seconds, None: no limit, 0: no
  * wait. The fds (a share's buffers' memory, since 1.2) are the caller's. */
 static PyObject *broker_attach(PyObject *self, PyObject *args)
 {
 	const char *endpoint, *name;
-	PyObject *timeout, *dev, *res, *fdl;
+	PyObject *timeout, *res;
 	rshare_device *h = NULL;
 	double deadline = -1;
 	int fds[RSHARE_CHANNEL_FDS_MAX];
@@ -249,22 +279,7 @@ static PyObject *broker_attach(PyObject *self, PyObject *args)
 		free(buf);
 		return rs_py_raise(st);
 	}
-	fdl = PyList_New((Py_ssize_t)nfds);
-	for (size_t i = 0; i < nfds; i++) {
-		PyObject *v = fdl ? PyLong_FromLong(fds[i]) : NULL;
-
-		if (v)
-			PyList_SET_ITEM(fdl, (Py_ssize_t)i, v);
-		else
-			close(fds[i]);
-	}
-	dev = rs_py_wrap_device(h);
-	res = dev && fdl && !PyErr_Occurred() ? Py_BuildValue("(Ny#N)", dev, buf, (Py_ssize_t)len, fdl)
-					       : NULL;
-	if (!res) {
-		Py_XDECREF(dev);
-		Py_XDECREF(fdl);
-	}
+	res = attached_tuple(h, buf, len, fds, nfds);
 	free(buf);
 	return res;
 }
@@ -326,6 +341,7 @@ static PyObject *attach_start(PyObject *self, PyObject *args)
 {
 	const char *endpoint, *name;
 	rshare_attach *op = NULL;
+	PyObject *res;
 	int st;
 
 	(void)self;
@@ -334,7 +350,12 @@ static PyObject *attach_start(PyObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	st = rshare_broker_attach_startv(endpoint, name, &op); /* buffers' fds welcome */
 	Py_END_ALLOW_THREADS
-	return st ? rs_py_raise(st) : PyLong_FromVoidPtr(op);
+	if (st)
+		return rs_py_raise(st);
+	res = PyLong_FromVoidPtr(op);
+	if (!res)
+		rshare_attach_cancel(op); /* nobody could: no connection left behind */
+	return res;
 }
 
 static PyObject *attach_fd(PyObject *self, PyObject *arg)
@@ -349,33 +370,13 @@ static PyObject *attach_fd(PyObject *self, PyObject *arg)
 	return st ? rs_py_raise(st) : PyLong_FromLong(fd);
 }
 
-/* A list of the received fds, the caller's then; if it cannot be made
- * (out of memory), every fd is closed and NULL returned. */
-static PyObject *fd_list(const int *fds, size_t nfds)
-{
-	PyObject *fdl = PyList_New((Py_ssize_t)nfds);
-
-	for (size_t i = 0; fdl && i < nfds; i++) {
-		PyObject *v = PyLong_FromLong(fds[i]);
-
-		if (v)
-			PyList_SET_ITEM(fdl, (Py_ssize_t)i, v);
-		else
-			Py_CLEAR(fdl);
-	}
-	if (!fdl)
-		for (size_t i = 0; i < nfds; i++)
-			close(fds[i]);
-	return fdl;
-}
-
 /* (Device, payload, [fds]) once the share arrived (the operation is then
  * over; the fds, its buffers' memory, are the caller's), None while it has
  * not (RSHARE_E_AGAIN); never blocks. */
 static PyObject *attach_finish(PyObject *self, PyObject *arg)
 {
 	rshare_device *h = NULL;
-	PyObject *dev, *fdl, *res = NULL;
+	PyObject *res;
 	int fds[RSHARE_CHANNEL_FDS_MAX];
 	size_t len = 0, nfds = 0;
 	char *buf;
@@ -396,14 +397,7 @@ static PyObject *attach_finish(PyObject *self, PyObject *arg)
 			Py_RETURN_NONE;
 		return rs_py_raise(st);
 	}
-	fdl = fd_list(fds, nfds);
-	dev = rs_py_wrap_device(h);
-	if (dev && fdl)
-		res = Py_BuildValue("(Ny#N)", dev, buf, (Py_ssize_t)len, fdl);
-	if (!res) {
-		Py_XDECREF(dev);
-		Py_XDECREF(fdl);
-	}
+	res = attached_tuple(h, buf, len, fds, nfds);
 	free(buf);
 	return res;
 }

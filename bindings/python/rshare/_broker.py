@@ -221,8 +221,11 @@ class Attached:
         self.name = name
         self.device = device
         self.payload = payload
-        # Taken over first, so that nothing below can leak them.
-        self.fds: List[int] = [] if import_objects else list(fds)
+        # Taken over first, so that nothing below can leak them: a list
+        # itself (_attached's), so that if this fails midway its caller's
+        # close and the finalizer take each fd from it once.
+        self.fds: List[int] = [] if import_objects else (
+            fds if isinstance(fds, list) else list(fds))
         self._close_fds = weakref.finalize(self, _close_all, self.fds)
         self.blobs = split_blobs(payload)
         self.pds: List[PD] = []
@@ -303,16 +306,17 @@ def _close_all(fds: List[int]) -> None:
             pass  # closed behind our back: nothing left to release
 
 
-def _attached(name: str, dev: Device, payload: bytes, fds: Sequence[int],
+def _attached(name: str, dev: Device, payload: bytes, fds: List[int],
               import_objects: bool) -> Attached:
     """The Attached of a reply. Imported buffers map their own duplicates of
     the fds, which are closed here; with import_objects=False the Attached
-    owns them (and closes them if it cannot be made)."""
+    owns them, the list itself (and they are closed, once, if it cannot be
+    made: whatever is still in the list)."""
     if not import_objects:
         try:
             return Attached(name, dev, payload, False, fds)
         except BaseException:
-            _close_all(list(fds))
+            _close_all(fds)
             raise
     try:
         return Attached(name, dev, payload, True, fds)

@@ -100,11 +100,10 @@ async def attach(name: str, timeout: Optional[float] = None, *,
 
         def step() -> Optional[Attached]:
             nonlocal op
-            try:
-                got: Optional[Tuple[Device, bytes, List[int]]] = _c.attach_finish(handle)
-            except BaseException:
-                op = None  # a final failure ends the operation in C
-                raise
+            # A failure leaves op set: it may not have reached the C
+            # operation (no memory for the payload), and cancelling one a
+            # final failure ended is only StaleHandleError, below.
+            got: Optional[Tuple[Device, bytes, List[int]]] = _c.attach_finish(handle)
             if got is None:
                 return None
             op = None  # finished: the C operation is over
@@ -122,5 +121,5 @@ async def attach(name: str, timeout: Optional[float] = None, *,
             try:
                 _c.attach_cancel(op)
             except StaleHandleError:
-                pass  # finished in the same instant
+                pass  # over already: finished, or a final failure ended it
     return share

@@ -1280,7 +1280,9 @@ RSHARE_API int rshare_attach_finishv(rshare_attach *op, rshare_device **dev, int
 /**
  * End a pending op without attaching: its connection is closed (the broker
  * drops the waiting request), a share that arrived unfinished is released,
- * and the handle becomes stale. Never blocks.
+ * and the handle becomes stale. Never blocks: an rshare_attach_wait() on
+ * op in another thread returns at once (RSHARE_OK; the finish after it
+ * gives RSHARE_E_STALE).
  * Returns RSHARE_OK; RSHARE_E_INVAL; RSHARE_E_STALE (already finished or
  * cancelled). Since 1.2.
  */

@@ -165,6 +165,13 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH && nfds < ndev)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with %d fd(s), "
 				 "the device's %d expected first", nfds, ndev);
+	/* rx holds one byte more than a share can have, so this is seen, not
+	 * truncated: refused here, it can be neither "kept for a larger
+	 * buffer" (an operation's NOSPACE) nor handed to a larger one. */
+	if (!status && rep->h.status == RSHARE_OK && want == RSB_ATTACH &&
+	    rep->h.len > RSHARE_PAYLOAD_MAX)
+		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with a %u-byte "
+				 "payload, past RSHARE_PAYLOAD_MAX", rep->h.len);
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;
@@ -880,12 +887,27 @@ static int attach_op_read(struct attach_op *op)
 	return status;
 }
 
-/* End the operation behind h (its last call, or a cancel). */
+/* End the operation behind h (its last call, or a cancel). The retirement
+ * waits for every call in the op, and a thread in rshare_attach_wait()
+ * is in it for as long as its poll lasts (without a limit, maybe): the
+ * socket is shut down first, which wakes that poll. Under the op's lock,
+ * with the op marked over: a finish after it says STALE, not "the broker
+ * closed the connection". */
 static int attach_op_end(rshare_attach *h)
 {
+	struct attach_op *op;
 	struct rs_slot *slot;
-	int status = rs_retire_begin(h, RS_OBJ_ATTACH, &slot);
+	int status = rs_pin(h, RS_OBJ_ATTACH, &slot);
 
+	if (status)
+		return status;
+	op = slot->u.any;
+	pthread_mutex_lock(&op->lock);
+	op->over = true;
+	shutdown(op->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&op->lock);
+	rs_unpin(slot);
+	status = rs_retire_begin(h, RS_OBJ_ATTACH, &slot);
 	if (status)
 		return status;
 	attach_op_free(slot->u.any);
