@@ -9,6 +9,7 @@
  * catches is these cases.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -505,6 +506,11 @@ static pthread_t pause_import(struct paused_import *p, int pipes[2][2])
 	snprintf(hook, sizeof(hook), "%d,%d", pipes[0][1], pipes[1][0]);
 	hw_hook("STANDIN_IMPORT_PAUSE", hook);
 	REQUIRE(pthread_create(&th, NULL, paused_import, p) == 0);
+	{ /* an import that never reaches its kernel query fails here, not by timeout */
+		struct pollfd pf = { .fd = pipes[0][0], .events = POLLIN };
+
+		REQUIRE(poll(&pf, 1, 10000) == 1);
+	}
 	REQUIRE(read(pipes[0][0], &c, 1) == 1);
 	hw_hook("STANDIN_IMPORT_PAUSE", NULL); /* one import only */
 	return th;
