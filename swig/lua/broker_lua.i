@@ -272,6 +272,8 @@ static int rshare_lua_attach_wait(lua_State *L)
 
 static int rshare_lua_attach_finish(lua_State *L)
 {
+	/* The argument first: a bad one raises before anything is allocated. */
+	rshare_attach *op = rshare_lua_token(L, 1);
 	rshare_device *dev = NULL;
 	int fds[RSHARE_CHANNEL_FDS_MAX];
 	size_t len = 0, nfds = 0;
@@ -280,8 +282,8 @@ static int rshare_lua_attach_finish(lua_State *L)
 
 	if (!buf)
 		return luaL_error(L, "rshare: out of memory");
-	st = rshare_attach_finishv(rshare_lua_token(L, 1), &dev, fds, RSHARE_CHANNEL_FDS_MAX,
-				   &nfds, buf, RSHARE_PAYLOAD_MAX, &len);
+	st = rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &nfds, buf,
+				   RSHARE_PAYLOAD_MAX, &len);
 	n = rshare_lua_push_attached(L, st, dev, buf, len);
 	if (st != RSHARE_OK)
 		return n;
