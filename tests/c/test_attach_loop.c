@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -542,6 +543,7 @@ struct liar {
 	int lfd;
 	uint32_t len;
 	int nfds;
+	bool pipe_extra; /* the fds after the first: a pipe's end, no memfd */
 };
 
 static void *liar_broker(void *arg)
@@ -555,8 +557,16 @@ static void *liar_broker(void *arg)
 		return NULL;
 	}
 	(void)!recv(s, req, sizeof(req), 0);
-	for (int i = 0; i < l->nfds; i++)
-		fds[i] = memfd_create("liar", MFD_CLOEXEC);
+	for (int i = 0; i < l->nfds; i++) {
+		int p[2];
+
+		if (i && l->pipe_extra && pipe(p) == 0) {
+			fds[i] = p[0];
+			close(p[1]);
+		} else {
+			fds[i] = memfd_create("liar", MFD_CLOEXEC);
+		}
+	}
 	raw_header(m, RAW_ATTACH | RAW_REPLY, 0, l->len);
 	send_fds(s, m, 16 + l->len, fds, l->nfds);
 	for (int i = 0; i < l->nfds; i++)
@@ -574,7 +584,7 @@ static void *liar_broker(void *arg)
 static void case_hostile_reply(void)
 {
 	static unsigned char payload[RSHARE_PAYLOAD_MAX + 64];
-	struct liar l = { -1, RSHARE_PAYLOAD_MAX + 1, 2 };
+	struct liar l = { -1, RSHARE_PAYLOAD_MAX + 1, 2, false };
 	char hpath[128];
 	rshare_attach *op;
 	rshare_device *dev = NULL;
@@ -602,6 +612,44 @@ static void case_hostile_reply(void)
 	close(l.lfd);
 	unlink(hpath);
 	CHECK(count_fds() == before);
+}
+
+/* A reply whose extra fd is no sealed memfd (here a pipe; a FUSE file
+ * whose close blocks would do worse) is a broker that lies: PROTOCOL
+ * naming it, before the caller or the op holds any of its fds, whether or
+ * not the caller would import the buffer. */
+static void case_extra_fd_not_memfd(void)
+{
+	unsigned char payload[64];
+	struct liar l = { -1, 0, 2, true };
+	char hpath[128];
+	rshare_attach *op;
+	rshare_device *dev = NULL;
+	int fds[RSHARE_CHANNEL_FDS_MAX], before = count_fds();
+	size_t n = 0, len = 0;
+	pthread_t t;
+
+	snprintf(hpath, sizeof(hpath), "%s/liar.sock", dir);
+	l.lfd = raw_listen(hpath);
+	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
+	CHECK_ST(rshare_broker_attachv(hpath, "x", 0, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n,
+				       payload, sizeof(payload), &len), RSHARE_E_PROTOCOL);
+	CHECK_MSG("extra fd 0 is no sealed memfd");
+	pthread_join(t, NULL);
+	CHECK(dev == NULL);
+
+	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
+	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+	pthread_join(t, NULL);
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
+				       sizeof(payload), &len), RSHARE_E_PROTOCOL);
+	CHECK_MSG("no sealed memfd");
+	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
+	CHECK(dev == NULL);
+	close(l.lfd);
+	unlink(hpath);
+	CHECK(settled_fds() == before);
 }
 
 /* The broker stops while an operation waits: finish reports it, once. */

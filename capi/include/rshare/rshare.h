@@ -1127,7 +1127,9 @@ RSHARE_API int rshare_broker_attach(const char *endpoint, const char *name, int 
  * *nfds set to their number; the caller owns them (close-on-exec). Too
  * small an fds_cap (or fds NULL) gives RSHARE_E_NOSPACE with *nfds set and
  * attaches nothing. rshare_broker_attach() of such a share answers
- * RSHARE_E_PROTOCOL, naming this call, as a 1.1 library does. Since 1.2.
+ * RSHARE_E_PROTOCOL, naming this call, as a 1.1 library does. An extra fd
+ * that is not a sealed memfd (the only kind a broker keeps) is a broker
+ * that lies: RSHARE_E_PROTOCOL, every fd of the reply closed. Since 1.2.
  * Returns the statuses of rshare_broker_attach() (RSHARE_E_INVAL also for
  * nfds NULL); a 1.1 broker refuses the request (RSHARE_E_PROTOCOL).
  */

@@ -26,6 +26,7 @@
 #include "rshare/rshare.h"
 #include "util/error.h"
 #include "util/fdutil.h"
+#include "util/memfd.h"
 #include "util/le.h"
 
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
@@ -172,6 +173,16 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	    rep->h.len > RSHARE_PAYLOAD_MAX)
 		status = rs_fail(RSHARE_E_PROTOCOL, 0, "broker attach reply with a %u-byte "
 				 "payload, past RSHARE_PAYLOAD_MAX", rep->h.len);
+	/* The extra fds are buffers' memory, as the broker keeps only sealed
+	 * memfds: anything else (a FUSE file whose close would block, a
+	 * socket) is a broker that lies, refused before the caller holds it. */
+	for (int i = ndev; !status && rep->h.status == RSHARE_OK && i < nfds; i++) {
+		struct stat st;
+
+		if (rs_memfd_sealed(fds[i], &st))
+			status = rs_fail_context(RSHARE_E_PROTOCOL, "broker attach reply's extra "
+						 "fd %d is no sealed memfd: ", i - ndev);
+	}
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;

@@ -336,10 +336,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	for (int i = ndev; i < nfds; i++) {
 		struct stat st;
 
-		status = fstat(fds[i], &st) ? rs_fail(RSHARE_E_INVAL, errno, "fd %d", i)
-					    : rs_memfd_check(fds[i], (uint64_t)st.st_size,
-							     (uint64_t)st.st_dev,
-							     (uint64_t)st.st_ino);
+		status = rs_memfd_sealed(fds[i], &st);
 		if (status) {
 			rs_fail_context(status, "publish: extra fd %d", i - ndev);
 			send_error(c, RSB_PUBLISH, status, "%s", rs_last_error());

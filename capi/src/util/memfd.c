@@ -42,25 +42,43 @@ int rs_memfd_new(uint64_t length, int *out)
 	return RSHARE_OK;
 }
 
-int rs_memfd_check(int fd, uint64_t length, uint64_t dev, uint64_t ino)
+int rs_memfd_sealed(int fd, struct stat *st)
 {
-	struct stat st;
 	int seals;
 
 	if (fd < 0)
 		return rs_fail(RSHARE_E_INVAL, 0, "fd %d is negative", fd);
-	if (fstat(fd, &st) != 0)
-		return rs_fail(RSHARE_E_INVAL, errno, "fd %d is not open", fd);
+	/* The seals first: F_GET_SEALS answers from the file's own inode
+	 * (EINVAL for anything but a memfd) without asking its filesystem,
+	 * where fstat of a FUSE file would wait for a daemon that may never
+	 * answer. */
 	seals = fcntl(fd, F_GET_SEALS);
-	if (!S_ISREG(st.st_mode) || seals < 0)
+	if (seals < 0 && errno == EBADF)
+		return rs_fail(RSHARE_E_INVAL, errno, "fd %d is not open", fd);
+	if (seals < 0)
 		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
 			       "fd %d is not a memfd (no seals: a regular file, pipe or "
-			       "socket?), so it is not the buffer's memory", fd);
+			       "socket?), so it is not a buffer's memory", fd);
 	if ((seals & SEALS) != SEALS || (seals & WRITE_SEALS))
 		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
 			       "fd %d has seals 0x%x, a buffer's memfd has exactly 0x%x "
-			       "(sealed size, writable): not the buffer's memory",
+			       "(sealed size, writable): not a buffer's memory",
 			       fd, (unsigned)seals, (unsigned)SEALS);
+	if (fstat(fd, st) != 0)
+		return rs_fail(RSHARE_E_INVAL, errno, "fd %d is not open", fd);
+	if (!S_ISREG(st->st_mode))
+		return rs_fail(RSHARE_E_FD_MISMATCH, 0, "fd %d is no regular file, so it is "
+			       "not a buffer's memory", fd);
+	return RSHARE_OK;
+}
+
+int rs_memfd_check(int fd, uint64_t length, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int status = rs_memfd_sealed(fd, &st);
+
+	if (status)
+		return status;
 	if ((uint64_t)st.st_size != length)
 		return rs_fail(RSHARE_E_FD_MISMATCH, 0,
 			       "fd %d holds %" PRIu64 " bytes, the buffer %" PRIu64 ": not "
