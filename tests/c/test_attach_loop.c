@@ -563,8 +563,9 @@ static void *liar_broker(void *arg)
 		if (i && l->pipe_extra && pipe(p) == 0) {
 			fds[i] = p[0];
 			close(p[1]);
-		} else {
-			fds[i] = memfd_create("liar", MFD_CLOEXEC);
+		} else { /* sealed as a buffer's memory is */
+			fds[i] = memfd_create("liar", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+			(void)!fcntl(fds[i], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 		}
 	}
 	raw_header(m, RAW_ATTACH | RAW_REPLY, 0, l->len);
@@ -645,6 +646,18 @@ static void case_extra_fd_not_memfd(void)
 	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
 				       sizeof(payload), &len), RSHARE_E_PROTOCOL);
 	CHECK_MSG("no sealed memfd");
+	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
+	CHECK(dev == NULL);
+
+	/* Memfds all, but the first is no device: NODEV, and the extra one
+	 * is closed with it. */
+	l.pipe_extra = false;
+	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
+	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+	pthread_join(t, NULL);
+	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
+				       sizeof(payload), &len), RSHARE_E_NODEV);
 	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
 	CHECK(dev == NULL);
 	close(l.lfd);
