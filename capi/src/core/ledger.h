@@ -62,9 +62,38 @@ enum rs_ledger_space { RS_LEDGER_HANDLES = 0, RS_LEDGER_MMAP = 1 };
  * a ledger). */
 bool rs_ledger_mmap_key(uint64_t mmap_off, uint32_t *key);
 
-/* Does the ledger cover key in space? Then *serial is its current serial. */
-bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
-		   uint32_t *serial);
+/* What every import reads, inline (two lookups per import in a context
+ * with a ledger: before the kernel is asked and after it answered). The
+ * first member of struct rs_ledger (hw_ledger.c), set when the file is
+ * mapped: the two serial arrays of the file and their validated lengths,
+ * local constants (the file's own counts are never read again). */
+struct rs_ledger_serials {
+	uint32_t *handles, nhandles;
+	uint32_t *mmap, nmmap;
+};
+
+/* Does the ledger cover key in space? Then *serial is its current serial
+ * (one relaxed load of the shared word: any value is a valid one). */
+static inline bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space,
+				 uint32_t key, uint32_t *serial)
+{
+	const struct rs_ledger_serials *s = (const struct rs_ledger_serials *)l;
+	uint32_t *p;
+
+	if (!s)
+		return false;
+	if (space == RS_LEDGER_MMAP) {
+		if (key >= s->nmmap)
+			return false;
+		p = &s->mmap[key];
+	} else {
+		if (key >= s->nhandles)
+			return false;
+		p = &s->handles[key];
+	}
+	*serial = __atomic_load_n(p, __ATOMIC_RELAXED);
+	return true;
+}
 /* Before a free: move key's serial on (blobs made before no longer
  * import); *before is what it was, for rs_ledger_undo if the free fails.
  * With expect (the serial the freeing handle got), only if the serial is

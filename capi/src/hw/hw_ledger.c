@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -52,11 +53,13 @@ struct ledger_file {
 _Static_assert(sizeof(struct ledger_file) == LEDGER_SIZE, "two pages, no padding");
 
 struct rs_ledger {
+	struct rs_ledger_serials s; /* first: ledger.h's inline rs_ledger_get */
 	int fd;
 	struct ledger_file *f;
 	/* The validated constants, never read from the file again. */
 	uint32_t anchor, anchor_id;
 };
+_Static_assert(offsetof(struct rs_ledger, s) == 0, "ledger.h reads the serials first");
 
 static struct rs_ledger *wrap(int fd)
 {
@@ -72,6 +75,8 @@ static struct rs_ledger *wrap(int fd)
 	}
 	l->fd = fd;
 	l->f = p;
+	l->s = (struct rs_ledger_serials){ l->f->serial, RS_LEDGER_SLOTS, l->f->mmap_serial,
+					   RS_LEDGER_MMAP_SLOTS };
 	return l;
 }
 
@@ -182,17 +187,6 @@ static uint32_t *slot(const struct rs_ledger *l, enum rs_ledger_space space, uin
 	if (space == RS_LEDGER_MMAP)
 		return key < RS_LEDGER_MMAP_SLOTS ? &l->f->mmap_serial[key] : NULL;
 	return key < RS_LEDGER_SLOTS ? &l->f->serial[key] : NULL;
-}
-
-bool rs_ledger_get(const struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
-		   uint32_t *serial)
-{
-	uint32_t *p = slot(l, space, key);
-
-	if (!p)
-		return false;
-	*serial = SH_LOAD(*p);
-	return true;
 }
 
 bool rs_ledger_bump(struct rs_ledger *l, enum rs_ledger_space space, uint32_t key,
