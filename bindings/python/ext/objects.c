@@ -414,38 +414,37 @@ static int check_no_views(const struct rs_py_obj *o)
 	return -1;
 }
 
-static PyObject *object_unimport(PyObject *self, PyObject *unused)
+/* unimport() and free(): no view may reach the memory, this process's
+ * mapping goes first, then the handle with the kind's release call. */
+static PyObject *release_handle(struct rs_py_obj *o, int (*release)(void *h))
 {
-	struct rs_py_obj *o = (struct rs_py_obj *)self;
 	int status;
 
-	(void)unused;
 	if (check_no_views(o) < 0)
 		return NULL;
 	if (o->mapping && drop_mapping(o, false) < 0)
 		return NULL;
-	status = kinds[o->kind].unimport(o->h);
+	status = release(o->h);
 	if (status)
 		return rs_py_raise(status);
 	o->live = false;
 	Py_RETURN_NONE;
 }
 
+static PyObject *object_unimport(PyObject *self, PyObject *unused)
+{
+	struct rs_py_obj *o = (struct rs_py_obj *)self;
+
+	(void)unused;
+	return release_handle(o, kinds[o->kind].unimport);
+}
+
 static PyObject *object_free(PyObject *self, PyObject *unused)
 {
 	struct rs_py_obj *o = (struct rs_py_obj *)self;
-	int status;
 
 	(void)unused;
-	if (check_no_views(o) < 0)
-		return NULL;
-	if (o->mapping && drop_mapping(o, false) < 0)
-		return NULL;
-	status = kinds[o->kind].free(o->h);
-	if (status)
-		return rs_py_raise(status);
-	o->live = false;
-	Py_RETURN_NONE;
+	return release_handle(o, kinds[o->kind].free);
 }
 
 static PyObject *object_release_mapping(PyObject *self, PyObject *unused)
