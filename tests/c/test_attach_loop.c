@@ -577,6 +577,30 @@ static void *liar_broker(void *arg)
 	return NULL;
 }
 
+/* One event-loop attach answered by the liar on hpath: finishv's status
+ * (with room for cap bytes of payload; its message names msg unless NULL),
+ * the op then over (cancel: STALE) and no device made. */
+static int finish_from_liar(struct liar *l, const char *hpath, void *payload, size_t cap,
+			    const char *msg)
+{
+	int fds[RSHARE_CHANNEL_FDS_MAX], st;
+	rshare_device *dev = NULL;
+	rshare_attach *op;
+	size_t n = 0, len = 0;
+	pthread_t t;
+
+	REQUIRE(pthread_create(&t, NULL, liar_broker, l) == 0);
+	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
+	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
+	pthread_join(t, NULL);
+	st = rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload, cap, &len);
+	if (msg)
+		CHECK_MSG(msg);
+	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
+	CHECK(dev == NULL);
+	return st;
+}
+
 /* A share one byte past RSHARE_PAYLOAD_MAX is no share: PROTOCOL, the op
  * over and every fd it carried closed; not NOSPACE asking for a buffer
  * past the limit (which the bindings' full-size finish cannot give, and so
@@ -587,7 +611,6 @@ static void case_hostile_reply(void)
 	static unsigned char payload[RSHARE_PAYLOAD_MAX + 64];
 	struct liar l = { -1, RSHARE_PAYLOAD_MAX + 1, 2, false };
 	char hpath[128];
-	rshare_attach *op;
 	rshare_device *dev = NULL;
 	int fds[RSHARE_CHANNEL_FDS_MAX], before = count_fds();
 	size_t n = 0, len = 0;
@@ -595,14 +618,7 @@ static void case_hostile_reply(void)
 
 	snprintf(hpath, sizeof(hpath), "%s/liar.sock", dir);
 	l.lfd = raw_listen(hpath);
-	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
-	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
-	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
-	pthread_join(t, NULL);
-	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
-				       RSHARE_PAYLOAD_MAX, &len), RSHARE_E_PROTOCOL);
-	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
-	CHECK(dev == NULL);
+	CHECK_ST(finish_from_liar(&l, hpath, payload, RSHARE_PAYLOAD_MAX, NULL), RSHARE_E_PROTOCOL);
 	CHECK(count_fds() == before + 1); /* the listener */
 
 	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
@@ -624,7 +640,6 @@ static void case_extra_fd_not_memfd(void)
 	unsigned char payload[64];
 	struct liar l = { -1, 0, 2, true };
 	char hpath[128];
-	rshare_attach *op;
 	rshare_device *dev = NULL;
 	int fds[RSHARE_CHANNEL_FDS_MAX], before = count_fds();
 	size_t n = 0, len = 0;
@@ -639,27 +654,13 @@ static void case_extra_fd_not_memfd(void)
 	pthread_join(t, NULL);
 	CHECK(dev == NULL);
 
-	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
-	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
-	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
-	pthread_join(t, NULL);
-	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
-				       sizeof(payload), &len), RSHARE_E_PROTOCOL);
-	CHECK_MSG("no sealed memfd");
-	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
-	CHECK(dev == NULL);
+	CHECK_ST(finish_from_liar(&l, hpath, payload, sizeof(payload), "no sealed memfd"),
+		 RSHARE_E_PROTOCOL);
 
 	/* Memfds all, but the first is no device: NODEV, and the extra one
 	 * is closed with it. */
 	l.pipe_extra = false;
-	REQUIRE(pthread_create(&t, NULL, liar_broker, &l) == 0);
-	REQUIRE_OK(rshare_broker_attach_startv(hpath, "x", &op));
-	REQUIRE_OK(rshare_attach_wait(op, 5000, 0));
-	pthread_join(t, NULL);
-	CHECK_ST(rshare_attach_finishv(op, &dev, fds, RSHARE_CHANNEL_FDS_MAX, &n, payload,
-				       sizeof(payload), &len), RSHARE_E_NODEV);
-	CHECK_ST(rshare_attach_cancel(op), RSHARE_E_STALE);
-	CHECK(dev == NULL);
+	CHECK_ST(finish_from_liar(&l, hpath, payload, sizeof(payload), NULL), RSHARE_E_NODEV);
 	close(l.lfd);
 	unlink(hpath);
 	CHECK(settled_fds() == before);
