@@ -176,13 +176,10 @@ static int recv_reply(int sock, uint8_t want, int64_t timeout_ms, uint8_t *rx,
 	/* The extra fds are buffers' memory, as the broker keeps only sealed
 	 * memfds: anything else (a FUSE file whose close would block, a
 	 * socket) is a broker that lies, refused before the caller holds it. */
-	for (int i = ndev; !status && rep->h.status == RSHARE_OK && i < nfds; i++) {
-		struct stat st;
-
-		if (rs_memfd_sealed(fds[i], &st))
+	for (int i = ndev; !status && rep->h.status == RSHARE_OK && i < nfds; i++)
+		if (rs_memfd_sealed(fds[i], NULL))
 			status = rs_fail_context(RSHARE_E_PROTOCOL, "broker attach reply's extra "
 						 "fd %d is no sealed memfd: ", i - ndev);
-	}
 	if (status) {
 		rs_close_untrusted_all(fds, nfds); /* a broker's fds may block a close */
 		return status;

@@ -334,9 +334,7 @@ static void do_publish(struct rsb_server *s, struct conn *c, const struct rsb_re
 	/* Extra fds are buffers' memory: sealed memfds, nothing else (no
 	 * socket or pipe is kept and handed out). */
 	for (int i = ndev; i < nfds; i++) {
-		struct stat st;
-
-		status = rs_memfd_sealed(fds[i], &st);
+		status = rs_memfd_sealed(fds[i], NULL);
 		if (status) {
 			rs_fail_context(status, "publish: extra fd %d", i - ndev);
 			send_error(c, RSB_PUBLISH, status, "%s", rs_last_error());

@@ -44,7 +44,11 @@ int rs_memfd_new(uint64_t length, int *out)
 
 int rs_memfd_sealed(int fd, struct stat *st)
 {
+	struct stat own;
 	int seals;
+
+	if (!st)
+		st = &own;
 
 	if (fd < 0)
 		return rs_fail(RSHARE_E_INVAL, 0, "fd %d is negative", fd);

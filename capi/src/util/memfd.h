@@ -11,7 +11,8 @@
 
 /* A new sealed memfd of length zeroed bytes, close-on-exec, in *fd. */
 int rs_memfd_new(uint64_t length, int *fd);
-/* Is fd such a memfd (of any length, writable)? Then st is its fstat.
+/* Is fd such a memfd (of any length, writable)? Then st (unless NULL) is
+ * its fstat.
  * RSHARE_E_INVAL (not an open fd) or RSHARE_E_FD_MISMATCH naming why. The
  * seals are asked first, so an fd of another filesystem (FUSE) is refused
  * before anything could wait on it. */
