@@ -146,7 +146,10 @@ int rs_blob_decode(const void *buf, size_t len, struct rs_blob *b)
 	b->page_id = b->pd_handle = b->lkey = b->rkey = b->access = 0;
 	b->length = b->mmap_off = b->pd_serial = b->addr = 0;
 	l->decode(p + RS_BLOB_COMMON_END, b);
-	memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields_len, b->priv_len);
+	/* Most blobs have no private part (every sim0 blob): no memcpy call
+	 * on every import for nothing. */
+	if (b->priv_len)
+		memcpy(b->priv, p + RS_BLOB_COMMON_END + l->fields_len, b->priv_len);
 	b->ledger = 0;
 	if (b->has_ledger) {
 		uint64_t serial = rs_get64(p + len - RS_BLOB_CRC_SIZE - RS_BLOB_LEDGER_SIZE);
@@ -201,14 +204,18 @@ void rs_blob_from_var(struct rs_blob *b, const struct rs_ctx *ctx,
 	memcpy(b->priv, var->priv, var->priv_len);
 }
 
+/* Field by field, not a zeroed struct: this is every VAR import's path,
+ * and nothing reads priv past priv_len (providers copy priv_len bytes). */
 void rs_var_from_blob(struct rs_var_info *var, const struct rs_blob *b)
 {
-	memset(var, 0, sizeof(*var));
 	var->handle = b->handle;
 	var->serial = b->serial;
+	var->flags = 0;
 	var->page_id = b->page_id;
 	var->length = (uint32_t)b->length;
 	var->mmap_off = b->mmap_off;
 	var->priv_len = b->priv_len;
-	memcpy(var->priv, b->priv, b->priv_len);
+	var->prov = NULL;
+	if (b->priv_len)
+		memcpy(var->priv, b->priv, b->priv_len);
 }
