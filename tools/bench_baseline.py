@@ -3,7 +3,7 @@
 """Import speed against the tree before issue 17 (the ledger), in one run.
 
   tools/bench_baseline.py [--build BUILD] [--work DIR] [--base REV] [--current REV]
-                          [--rounds N] [--quick] [--built]
+                          [--rounds N] [--quick] [--built] [--instructions]
 
 Builds the base tree (default 07dfee7^1, main before 'Merge branch h17')
 from git into DIR (default: a temporary folder, removed after), builds the
@@ -30,8 +30,15 @@ smoke run (one round, a tenth of the samples) that shows the tool works;
 its numbers mean nothing (ctest's bench_baseline_runs; --built: BUILD is
 built already, as under ctest).
 
-Exit 0 when both sides ran (whatever the ratios), 1 when something failed,
-77 when the base commit is not in this clone's history.
+--instructions counts instead of timing: the instructions executed per
+import (sim0, each kind) and per import + unimport pair (the stand-in's PD
+and VAR), library and provider, by callgrind (valgrind), the same on every
+run. It fails (exit 1) when a row of the current tree is more than 10%
+over the base's: ctest's bench_baseline_instructions.
+
+Exit 0 when both sides ran (whatever the ratios, unless --instructions),
+1 when something failed, 77 when the base commit is not in this clone's
+history.
 """
 
 import argparse
@@ -116,6 +123,64 @@ def measure(build, quick):
     return out
 
 
+# --instructions: (row, program and arguments, functions collected). A
+# row's count is per call of the first function; its rows run the same
+# code in both trees (rshare-bench's import rows, the overlaid hw_bench).
+def sim_row(kind):
+    return ("sim0 %s import" % kind,
+            ["rshare-bench", "--device", "sim0", "--quick", "--row", "%s import" % kind],
+            ["rshare_%s_import" % kind])
+
+
+INSN_ROWS = [sim_row(k) for k in ("pd", "var", "mr", "dm")] + [
+    ("stand-in PD import+unimport", ["hw_bench", "2000"],
+     ["rshare_pd_import", "rshare_pd_unimport"]),
+    ("stand-in VAR import+unimport", ["hw_bench", "2000"],
+     ["rshare_var_import", "rshare_var_unimport"]),
+]
+
+
+def instructions(build, work, argv, funcs):
+    """Instructions executed inside funcs (and all they call) per call of
+    funcs[0], counted by callgrind."""
+    out = work / "callgrind.out"
+    standin = build / "tests" / "hw" / "standin"
+    env = dict(os.environ, RSHARE_LIBIBVERBS=str(standin / "libibverbs.so.1"),
+               RSHARE_LIBMLX5=str(standin / "libmlx5.so.1"))
+    run(["valgrind", "--tool=callgrind", "--callgrind-out-file=%s" % out]
+        + ["--toggle-collect=%s" % f for f in funcs]
+        + [str(build / "bin" / argv[0])] + argv[1:], env=env)
+    text = out.read_text()
+    out.unlink()
+    total = re.search(r"^summary: (\d+)$", text, re.M)
+    # Function ids are named once ("fn=(7) name"), then used bare ("cfn=(7)");
+    # each call arc is a "cfn=" line followed by "calls=N ...".
+    names = dict(re.findall(r"^c?fn=\((\d+)\) (.+)$", text, re.M))
+    calls = sum(int(n) for fid, n in re.findall(r"^cfn=\((\d+)\).*\ncalls=(\d+)", text, re.M)
+                if names.get(fid) == funcs[0])
+    if not total or not calls:
+        sys.exit("bench_baseline: callgrind counted no call of %s in %s" % (funcs[0], argv))
+    return int(total.group(1)) / calls
+
+
+def count_instructions(base, build, work):
+    """Print both trees' counts; 0 when every row is within 10%, else 1."""
+    if not shutil.which("valgrind"):
+        print("SKIPPED: valgrind is not installed (apt-get install valgrind)")
+        return 77
+    print("instructions per call, base against current (callgrind)")
+    print("%-30s %10s %10s %8s" % ("row", "base", "current", "ratio"))
+    over = 0
+    for name, argv, funcs in INSN_ROWS:
+        b = instructions(base, work, argv, funcs)
+        c = instructions(build, work, argv, funcs)
+        ratio = c / b
+        verdict = "within 10%" if ratio <= 1.10 else "OVER 10%"
+        over += ratio > 1.10
+        print("%-30s %10.1f %10.1f %7.3fx  %s" % (name, b, c, ratio, verdict))
+    return 1 if over else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", type=Path, default=SRC / "build", help="the current build")
@@ -125,6 +190,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--quick", action="store_true", help="a smoke run: the numbers mean nothing")
     ap.add_argument("--built", action="store_true", help="do not build BUILD (ctest)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions (callgrind) instead of timing; fail over 10%%")
     a = ap.parse_args()
     for rev in filter(None, (a.base, a.current)):
         if subprocess.run(["git", "-C", str(SRC), "cat-file", "-e", rev + "^{commit}"],
@@ -151,6 +218,8 @@ def main():
             build = build_rev(a.current, work / "current", build_type)
         elif not a.built:
             run(["cmake", "--build", str(build), "-j2", "--target"] + TARGETS)
+        if a.instructions:
+            return count_instructions(base, build, work)
         sides = {"base": [], "current": []}
         for r in range(rounds):
             order = ("base", "current") if r % 2 == 0 else ("current", "base")

@@ -21,7 +21,7 @@ PACKAGES="build-essential cmake pkg-config man-db
   python3-pip python3-setuptools python3-wheel python3-venv mypy
   lua5.4 liblua5.4-dev luajit luarocks lua5.1 zip git
   dpkg-dev debhelper dh-python lintian
-  abigail-tools clang libclang-rt-14-dev
+  abigail-tools clang libclang-rt-14-dev valgrind
   python3-nbclient python3-nbformat python3-ipykernel python3-jupyter-client
   lua-luv python3-numpy python3-matplotlib
   openmpi-bin libopenmpi-dev python3-mpi4py"
