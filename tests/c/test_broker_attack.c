@@ -537,6 +537,54 @@ static void case_symlink(void)
 	CHECK_OK(rshare_broker_stop(b));
 }
 
+/* A broker that accepts no connection (stopped, stuck, or its queue
+ * flooded by another user): with its queue of connections full, a call
+ * gives up after its 10 s bound (ETIMEDOUT) instead of waiting in connect()
+ * forever, an event loop's attach start fails at once, and nothing leaks. */
+static void case_stuck(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), queued[4], n = 0, before;
+	rshare_attach *op = NULL;
+	struct timespec t0, t1;
+	char json[256];
+	size_t len;
+
+	REQUIRE(l >= 0 && strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	REQUIRE(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 0) == 0);
+	/* Fill its queue (a backlog of 0 holds one connection). */
+	for (; n < 4; n++) {
+		queued[n] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		REQUIRE(queued[n] >= 0);
+		if (connect(queued[n], (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			REQUIRE(errno == EAGAIN);
+			close(queued[n]);
+			break;
+		}
+	}
+	REQUIRE(n >= 1 && n < 4);
+	before = settled_fds();
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(rshare_broker_list(path, json, sizeof(json), &len) == RSHARE_E_IO);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK(rshare_last_errno() == ETIMEDOUT);
+	CHECK(strstr(rshare_last_error(), "accepted no connection in 10000 ms") != NULL);
+	CHECK(t1.tv_sec - t0.tv_sec >= 9); /* it waited its bound, not less */
+
+	CHECK(rshare_broker_attach_startv(path, "name", &op) == RSHARE_E_IO);
+	CHECK(rshare_last_errno() == ETIMEDOUT);
+	CHECK(strstr(rshare_last_error(), "accepted no connection in 1 ms") != NULL);
+	CHECK(op == NULL);
+	CHECK(settled_fds() == before);
+
+	for (int i = 0; i < n; i++)
+		close(queued[i]);
+	close(l);
+	unlink(path);
+}
+
 static void setup(void)
 {
 	signal(SIGPIPE, SIG_IGN);

@@ -967,7 +967,9 @@ RSHARE_API int rshare_channel_recvv(int sock, rshare_device **dev, int *fds, siz
  * /run/rshare/broker.sock for root and /tmp/rshare-$UID/broker.sock for
  * others. A broker that cannot be reached gives RSHARE_E_IO with
  * rshare_last_errno() set (ENOENT or ECONNREFUSED: no broker there), as does
- * a broker that dies during a call.
+ * a broker that dies during a call, and one that does not answer in 10 s
+ * or (since 1.2) accepts no connection in 10 s, its queue of connections
+ * full (ETIMEDOUT).
  */
 
 /** An embedded broker (a thread of this process). Opaque. Since 1.1. */
@@ -1197,7 +1199,9 @@ enum rshare_wait_flags {
  * rshare_attach_finish() completes it or rshare_attach_cancel() ends it.
  * Returns RSHARE_OK; RSHARE_E_INVAL (op NULL, name NULL or invalid, a bad
  * endpoint); RSHARE_E_NOMEM; RSHARE_E_IO (no broker: rshare_last_errno()
- * ENOENT or ECONNREFUSED). Since 1.2.
+ * ENOENT or ECONNREFUSED; a broker whose queue of connections is full, one
+ * that accepts none: ETIMEDOUT within a millisecond, so the loop's thread
+ * never waits on it). Since 1.2.
  */
 RSHARE_API int rshare_broker_attach_start(const char *endpoint, const char *name,
 					  rshare_attach **op);

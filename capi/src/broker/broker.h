@@ -18,8 +18,11 @@
 int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX]);
 
 /* A connected client socket (SOCK_SEQPACKET, close-on-exec). RSHARE_E_IO
- * with errno ENOENT or ECONNREFUSED when no broker listens there. */
-int rsb_connect(const char *endpoint, int *fd);
+ * with errno ENOENT or ECONNREFUSED when no broker listens there, and with
+ * ETIMEDOUT when its queue of connections stays full (a stopped or stuck
+ * broker accepts none) for wait_ms, which also bounds every later blocking
+ * send on the socket (SO_SNDTIMEO). */
+int rsb_connect(const char *endpoint, int wait_ms, int *fd);
 
 /* Close this process's kept client connection to path, if any (a broker
  * stopping in this process). */

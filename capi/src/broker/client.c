@@ -30,6 +30,9 @@
 #include "util/le.h"
 
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
+/* The connect of rshare_broker_attach_start(v), made on an event loop's
+ * thread: a broker whose queue of connections is full fails it at once. */
+#define START_CONNECT_MS 1
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
 #define MAX_FDS (2 + RSHARE_CHANNEL_FDS_MAX) /* a publish's: the device's 2, the extra fds */
@@ -257,7 +260,7 @@ static int reply_failure(const struct reply *rep, uint8_t want)
 static int transact(const char *endpoint, const uint8_t *req, size_t len, uint8_t want,
 		    int64_t timeout_ms, uint8_t *rx, struct reply *rep, int *sock)
 {
-	int s, status = rsb_connect(endpoint, &s);
+	int s, status = rsb_connect(endpoint, REPLY_MS, &s);
 
 	if (status)
 		return status;
@@ -376,7 +379,7 @@ static int transact_kept(const char *endpoint, const uint8_t *req, size_t len, u
 		int s = kept_take(path);
 		bool reused = s >= 0;
 
-		if (!reused && (status = rsb_connect(path, &s)) != RSHARE_OK)
+		if (!reused && (status = rsb_connect(path, REPLY_MS, &s)) != RSHARE_OK)
 			break;
 		status = request(s, req, len, want, timeout_ms, rx, rep);
 		if (!status && rep->h.type == RSB_REPLY) {
@@ -482,7 +485,7 @@ static int publish(const char *endpoint, const char *name, const rshare_device *
 		goto out;
 	n = rsb_encode_publish(buf, name, flags & RSHARE_PUBLISH_PERSISTENT ? RSB_PUB_PERSISTENT : 0,
 			       uids, nu, gids, ng, (uint32_t)nfds, payload, (uint32_t)len);
-	status = rsb_connect(endpoint, &s);
+	status = rsb_connect(endpoint, REPLY_MS, &s);
 	if (!status) {
 		/* Pinned while sending: the fd cannot be closed under us. */
 		int dfds[2 + RSHARE_CHANNEL_FDS_MAX];
@@ -809,7 +812,7 @@ static int attach_start(const char *endpoint, const char *name, uint8_t hflags,
 	}
 	pthread_mutex_init(&op->lock, NULL);
 	op->rep.fd = op->rep.ledger_fd = -1;
-	status = rsb_connect(endpoint, &op->fd);
+	status = rsb_connect(endpoint, START_CONNECT_MS, &op->fd);
 	if (status) {
 		op->fd = -1;
 		pthread_mutex_destroy(&op->lock);

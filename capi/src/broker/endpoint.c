@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "rshare/rshare.h"
@@ -119,11 +120,14 @@ static int fill_addr(struct sockaddr_un *sa, const char *path)
 	return RSHARE_OK;
 }
 
-int rsb_connect(const char *endpoint, int *fd)
+int rsb_connect(const char *endpoint, int wait_ms, int *fd)
 {
 	char path[RSB_PATH_MAX];
 	struct sockaddr_un sa;
-	int s, status = rsb_resolve(endpoint, path);
+	/* An AF_UNIX connect waits, for as long as the send timeout allows
+	 * (forever by default), while the listener's queue is full. */
+	struct timeval tv = { .tv_sec = wait_ms / 1000, .tv_usec = (wait_ms % 1000) * 1000 };
+	int s, r, status = rsb_resolve(endpoint, path);
 
 	if (status)
 		return status;
@@ -132,9 +136,21 @@ int rsb_connect(const char *endpoint, int *fd)
 	if (s < 0)
 		return rs_fail(errno == EMFILE || errno == ENFILE ? RSHARE_E_NOMEM : RSHARE_E_IO,
 			       errno, "cannot make a socket");
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
 		int err = errno;
 		close(s);
+		return rs_fail(RSHARE_E_IO, err, "cannot bound the wait for the broker");
+	}
+	do /* a signal leaves the socket unconnected: try again */
+		r = connect(s, (struct sockaddr *)&sa, sizeof(sa));
+	while (r != 0 && errno == EINTR);
+	if (r != 0) {
+		int err = errno;
+		close(s);
+		if (err == EAGAIN)
+			return rs_fail(RSHARE_E_IO, ETIMEDOUT,
+				       "the broker at %s accepted no connection in %d ms (its "
+				       "queue is full: stopped, stuck or flooded)", path, wait_ms);
 		return rs_fail(err == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, err,
 			       "no broker reachable at %s", path);
 	}
