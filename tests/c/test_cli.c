@@ -158,10 +158,12 @@ static void case_devices(void)
 
 	CHECK(run("%s devices 2>&1", CLI) == 0);
 	CHECK(strstr(out, "sim0") && strstr(out, " sim ") && strstr(out, "CAPS"));
-	CHECK(strstr(out, " pd,var") != NULL); /* sim0's capabilities */
+	/* sim0's capabilities, every bit rshare_device_caps gives by name */
+	CHECK(strstr(out, " pd,var,mr,dm,buf,dm_map\n") != NULL);
 	CHECK(run("%s devices --json 2>&1", CLI) == 0);
 	CHECK(out[0] == '[' && strstr(out, "{\"name\":\"sim0\",\"guid\":\"0x") &&
-	      strstr(out, "\"provider\":\"sim\",\"caps\":[\"pd\",\"var\"") &&
+	      strstr(out, "\"provider\":\"sim\",\"caps\":[\"pd\",\"var\",\"mr\",\"dm\","
+			  "\"buf\",\"dm_map\"]") &&
 	      !strstr(out, "native"));
 	REQUIRE_OK(rshare_devices_count(&n));
 	if (n == 1) { /* no hardware here: hiding sim0 leaves nothing */

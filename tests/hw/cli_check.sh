@@ -40,13 +40,13 @@ STANDIN="RSHARE_LIBIBVERBS=$standin/libibverbs.so.1 RSHARE_LIBMLX5=$standin/libm
 NONE="RSHARE_LIBIBVERBS=$missing/libibverbs.so.1 RSHARE_LIBMLX5=$missing/libmlx5.so.1"
 
 if run "stand-in devices" $STANDIN -- devices; then
-	has '^mlx5_sim0 +0x0002c90300a1b2c0 +hw +[a-z,?-]+$' "stand-in devices"
-	has '^rxe_sim1 +0x0002c90300a1b2c1 +hw +[a-z,?-]+$' "stand-in devices"
-	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z,?-]+$' "stand-in devices"
+	has '^mlx5_sim0 +0x0002c90300a1b2c0 +hw +[a-z_,?-]+$' "stand-in devices"
+	has '^rxe_sim1 +0x0002c90300a1b2c1 +hw +[a-z_,?-]+$' "stand-in devices"
+	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z_,?-]+$' "stand-in devices"
 	[ "$(tail -n 1 "$out" | cut -d' ' -f1)" = sim0 ] || fail "stand-in devices: sim0 is not last"
 fi
 if run "stand-in devices --json" $STANDIN -- devices --json; then
-	has '\{"name":"mlx5_sim0","guid":"0x0002c90300a1b2c0","provider":"hw","caps":\[[a-z",]*\]\}' "devices --json"
+	has '\{"name":"mlx5_sim0","guid":"0x0002c90300a1b2c0","provider":"hw","caps":\[[a-z_",]*\]\}' "devices --json"
 fi
 if run "stand-in demo" $STANDIN -- demo --device mlx5_sim0; then
 	has 'checked: every worker.s write is in the shared device memory' "stand-in demo"
@@ -141,7 +141,7 @@ env $NONE "$bin" selftest >"$out" 2>"$err"
 grep -q 'no RDMA device' "$out" || fail "selftest without RDMA: no reason given"
 
 if run "no rdma-core" $NONE -- devices; then
-	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z,?-]+$' "no rdma-core"
+	has '^sim0 +0x[0-9a-f]{16} +sim +[a-z_,?-]+$' "no rdma-core"
 	[ "$(grep -c . "$out")" -eq 2 ] || fail "no rdma-core: more than sim0 listed"
 fi
 

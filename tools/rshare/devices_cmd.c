@@ -35,7 +35,7 @@ static const struct {
 } cap_names[] = {
 	{ RSHARE_CAP_PD, "pd" },   { RSHARE_CAP_VAR, "var" },       { RSHARE_CAP_MR, "mr" },
 	{ RSHARE_CAP_DM, "dm" },   { RSHARE_CAP_NATIVE, "native" },
-	{ RSHARE_CAP_LEDGER, "ledger" },
+	{ RSHARE_CAP_LEDGER, "ledger" }, { RSHARE_CAP_BUF, "buf" },   { RSHARE_CAP_DM_MAP, "dm_map" },
 };
 #define NCAPS (sizeof(cap_names) / sizeof(cap_names[0]))
 
