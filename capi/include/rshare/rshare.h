@@ -1200,8 +1200,8 @@ enum rshare_wait_flags {
  * Returns RSHARE_OK; RSHARE_E_INVAL (op NULL, name NULL or invalid, a bad
  * endpoint); RSHARE_E_NOMEM; RSHARE_E_IO (no broker: rshare_last_errno()
  * ENOENT or ECONNREFUSED; a broker whose queue of connections is full, one
- * that accepts none: ETIMEDOUT within a millisecond, so the loop's thread
- * never waits on it). Since 1.2.
+ * that accepts none: ETIMEDOUT at once, the connect being one attempt that
+ * does not wait, so the loop's thread never waits on it). Since 1.2.
  */
 RSHARE_API int rshare_broker_attach_start(const char *endpoint, const char *name,
 					  rshare_attach **op);

@@ -8,8 +8,10 @@
 #define RSHARE_BROKER_BROKER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 
 #define RSB_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
@@ -17,11 +19,20 @@
  * is empty or too long. */
 int rsb_resolve(const char *endpoint, char path[RSB_PATH_MAX]);
 
-/* A connected client socket (SOCK_SEQPACKET, close-on-exec). RSHARE_E_IO
- * with errno ENOENT or ECONNREFUSED when no broker listens there, and with
- * ETIMEDOUT when its queue of connections stays full (a stopped or stuck
- * broker accepts none) for wait_ms, which also bounds every later blocking
- * send on the socket (SO_SNDTIMEO). */
+/* Milliseconds on CLOCK_MONOTONIC: the broker's and its clients' deadlines. */
+static inline uint64_t rsb_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A connected client socket (SOCK_SEQPACKET, close-on-exec, blocking).
+ * RSHARE_E_IO with errno ENOENT or ECONNREFUSED when no broker listens
+ * there, and with ETIMEDOUT when its queue of connections stays full (a
+ * stopped or stuck broker accepts none) for wait_ms (0: one attempt, which
+ * never waits). Signals are waited through, within the bound. */
 int rsb_connect(const char *endpoint, int wait_ms, int *fd);
 
 /* Close this process's kept client connection to path, if any (a broker

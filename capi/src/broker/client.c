@@ -31,8 +31,9 @@
 
 #define REPLY_MS 10000           /* a broker that takes longer is not answering */
 /* The connect of rshare_broker_attach_start(v), made on an event loop's
- * thread: a broker whose queue of connections is full fails it at once. */
-#define START_CONNECT_MS 1
+ * thread: one attempt, which a broker whose queue of connections is full
+ * fails at once. */
+#define START_CONNECT_MS 0
 #define RX_MAX (RSB_HDR + RSHARE_PAYLOAD_MAX + 1)
 #define LIST_MAX (64u << 20)     /* a list reply longer than this is refused */
 #define MAX_FDS (2 + RSHARE_CHANNEL_FDS_MAX) /* a publish's: the device's 2, the extra fds */
@@ -74,24 +75,16 @@ static int send_request(int sock, const uint8_t *msg, size_t len, const int *fds
 	return RSHARE_OK;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait up to timeout_ms (negative: forever) for sock to be readable: 1
  * when it is, 0 when the time passed, -1 with errno on failure (EINTR, a
  * signal, only with intr; else signals are waited through). */
 static int poll_readable(int sock, int64_t timeout_ms, bool intr)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : (int64_t)rsb_now_ms() + timeout_ms;
 
 	for (;;) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
-		int64_t left = deadline < 0 ? -1 : deadline - mono_ms();
+		int64_t left = deadline < 0 ? -1 : deadline - (int64_t)rsb_now_ms();
 		int r;
 
 		if (deadline >= 0 && left < 0)
@@ -99,7 +92,7 @@ static int poll_readable(int sock, int64_t timeout_ms, bool intr)
 		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (r > 0)
 			return 1;
-		if (r == 0 && deadline >= 0 && mono_ms() >= deadline)
+		if (r == 0 && deadline >= 0 && (int64_t)rsb_now_ms() >= deadline)
 			return 0;
 		if (r < 0 && (errno != EINTR || intr))
 			return -1;

@@ -16,7 +16,6 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "rshare/rshare.h"
@@ -120,39 +119,71 @@ static int fill_addr(struct sockaddr_un *sa, const char *path)
 	return RSHARE_OK;
 }
 
+/* Connect s to sa, trying again while the listener's queue is full for up
+ * to wait_ms. A non-blocking AF_UNIX connect completes at once or fails
+ * with EAGAIN (queue full; there is nothing to poll for), where a blocking
+ * one would wait for the broker to accept without end, or, under a send
+ * timeout, restart its whole wait after every signal. So: attempts, a
+ * sleep between them growing to 50 ms, a deadline. 0 or -1 with errno. */
+static int connect_within(int s, const struct sockaddr_un *sa, int wait_ms)
+{
+	uint64_t deadline = rsb_now_ms() + (uint64_t)wait_ms;
+	long nap_ms = 1;
+
+	for (;;) {
+		struct timespec nap;
+		uint64_t now;
+
+		if (connect(s, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EINTR)
+			return -1;
+		now = rsb_now_ms();
+		if (now >= deadline) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if ((uint64_t)nap_ms > deadline - now)
+			nap_ms = (long)(deadline - now);
+		nap = (struct timespec){ .tv_sec = nap_ms / 1000, .tv_nsec = nap_ms % 1000 * 1000000 };
+		nanosleep(&nap, NULL); /* a signal only cuts a nap short */
+		nap_ms = nap_ms * 2 > 50 ? 50 : nap_ms * 2;
+	}
+}
+
 int rsb_connect(const char *endpoint, int wait_ms, int *fd)
 {
 	char path[RSB_PATH_MAX];
 	struct sockaddr_un sa;
-	/* An AF_UNIX connect waits, for as long as the send timeout allows
-	 * (forever by default), while the listener's queue is full. */
-	struct timeval tv = { .tv_sec = wait_ms / 1000, .tv_usec = (wait_ms % 1000) * 1000 };
-	int s, r, status = rsb_resolve(endpoint, path);
+	int s, status = rsb_resolve(endpoint, path);
 
 	if (status)
 		return status;
 	fill_addr(&sa, path);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return rs_fail(errno == EMFILE || errno == ENFILE ? RSHARE_E_NOMEM : RSHARE_E_IO,
 			       errno, "cannot make a socket");
-	if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+	if (connect_within(s, &sa, wait_ms) != 0) {
 		int err = errno;
 		close(s);
-		return rs_fail(RSHARE_E_IO, err, "cannot bound the wait for the broker");
-	}
-	do /* a signal leaves the socket unconnected: try again */
-		r = connect(s, (struct sockaddr *)&sa, sizeof(sa));
-	while (r != 0 && errno == EINTR);
-	if (r != 0) {
-		int err = errno;
-		close(s);
-		if (err == EAGAIN)
+		if (err == EAGAIN && wait_ms)
 			return rs_fail(RSHARE_E_IO, ETIMEDOUT,
 				       "the broker at %s accepted no connection in %d ms (its "
 				       "queue is full: stopped, stuck or flooded)", path, wait_ms);
+		if (err == EAGAIN)
+			return rs_fail(RSHARE_E_IO, ETIMEDOUT,
+				       "the broker at %s accepts no connection now (its queue is "
+				       "full: stopped, stuck or flooded; this call does not wait)",
+				       path);
 		return rs_fail(err == EACCES ? RSHARE_E_PERM : RSHARE_E_IO, err,
 			       "no broker reachable at %s", path);
+	}
+	/* Blocking from here on, as every caller expects. */
+	if (fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK) != 0) {
+		int err = errno;
+		close(s);
+		return rs_fail(RSHARE_E_IO, err, "cannot make the broker socket blocking");
 	}
 	status = check_tmp_broker(s, path);
 	if (status) {

@@ -114,13 +114,6 @@ struct rsb_server {
 	struct pollfd *pfds;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -438,9 +431,9 @@ static void do_attach(struct rsb_server *s, struct conn *c, const struct rsb_req
 	c->waiting = true;
 	c->wait_cap = r->cap;
 	c->wait_fds = r->hflags & RSB_FLAG_FDS;
-	c->wait_since = now_ms();
+	c->wait_since = rsb_now_ms();
 	c->wait_deadline = r->timeout_ms == RSB_WAIT_FOREVER ? UINT64_MAX
-							     : now_ms() + r->timeout_ms;
+							     : rsb_now_ms() + r->timeout_ms;
 	memcpy(c->wait_name, r->name, sizeof(c->wait_name));
 }
 
@@ -522,7 +515,7 @@ static void flush_list(struct rsb_server *s, struct conn *c)
 		c->list_started = true;
 		if (last)
 			memcpy(c->list_after, last, strlen(last) + 1);
-		c->idle_deadline = now_ms() + s->idle_ms;
+		c->idle_deadline = rsb_now_ms() + s->idle_ms;
 		c->listing = !end;
 	}
 }
@@ -553,7 +546,7 @@ static void do_waiting(struct rsb_server *s, struct conn *c)
 	struct conn **all = malloc(slots * sizeof(*all));
 	struct pollfd *p = malloc(slots * sizeof(*p));
 	char *buf = malloc(slots * ENTRY_MAX + 2);
-	uint64_t now = now_ms();
+	uint64_t now = rsb_now_ms();
 
 	if (!all || !p || !buf) {
 		free(all);
@@ -652,7 +645,7 @@ static bool serve_one(struct rsb_server *s, struct conn *c)
 				 c->waiting || c->listing ? "was sent" : "was read");
 	else
 		status = rsb_parse_request(s->rx, (size_t)r, &req);
-	c->idle_deadline = now_ms() + s->idle_ms;
+	c->idle_deadline = rsb_now_ms() + s->idle_ms;
 	if (status) {
 		uint8_t type = r >= 7 ? s->rx[6] & (uint8_t)~RSB_REPLY : 0;
 		send_error(c, type, status == RSHARE_E_INVAL ? RSHARE_E_INVAL : RSHARE_E_PROTOCOL,
@@ -703,7 +696,7 @@ static void accept_all(struct rsb_server *s)
 			 * rest the listener while connections close. */
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM)
-				s->accept_after = now_ms() + ACCEPT_PAUSE_MS;
+				s->accept_after = rsb_now_ms() + ACCEPT_PAUSE_MS;
 			return;
 		}
 		if (s->nconns >= s->max_conns || !(c = calloc(1, sizeof(*c)))) {
@@ -712,7 +705,7 @@ static void accept_all(struct rsb_server *s)
 		}
 		c->fd = fd;
 		rsb_peer_read(fd, &c->peer);
-		c->idle_deadline = now_ms() + s->idle_ms;
+		c->idle_deadline = rsb_now_ms() + s->idle_ms;
 		s->conns[s->nconns++] = c;
 		if (over_quota(s, c)) {
 			send_error(c, 0, RSHARE_E_BUSY,
@@ -806,7 +799,7 @@ static void reap(struct rsb_server *s)
 void rsb_server_run(struct rsb_server *s)
 {
 	for (;;) {
-		uint64_t now = now_ms(), next;
+		uint64_t now = rsb_now_ms(), next;
 		size_t n = 2;
 		int timeout, r;
 
