@@ -61,6 +61,9 @@ _Static_assert(CACHE_MAX >= 2 * CACHE_BATCH, "a full cache can give a batch back
 static _Atomic(struct rs_slot *) chunks[MAX_CHUNKS];
 static atomic_uint nchunks;
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Slots of the newest chunk made ready so far (under grow_lock): a chunk is
+ * made ready a batch at a time, see carve_batch. */
+static uint32_t carved;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t cache_key;
 
@@ -219,7 +222,30 @@ static inline struct slot_cache *my_cache(void)
 	return c;
 }
 
-/* Add a chunk of slots, unless another thread refilled the list first. */
+/* Make the next batch of the newest chunk's slots ready (generation 1,
+ * free) and put it on the free list, with grow_lock held. A chunk is
+ * 1024 slots, 53 pages: readying it whole touched every page, ~50 page
+ * faults paid by a process's first object (its first share). A slot not
+ * yet readied stays as calloc left it, generation 0 and not live, which no
+ * handle names (generations start at 1), so lookups refuse it as before. */
+static void carve_batch(void)
+{
+	uint32_t c = atomic_load_explicit(&nchunks, memory_order_relaxed) - 1, idx[CACHE_BATCH];
+	struct rs_slot *chunk = atomic_load_explicit(&chunks[c], memory_order_relaxed);
+
+	for (uint32_t i = 0; i < CACHE_BATCH; i++) {
+		struct rs_slot *slot = &chunk[carved + i];
+
+		slot->index = (c << CHUNK_SHIFT) | (carved + i);
+		atomic_store_explicit(&slot->state, 1ull << 32, memory_order_relaxed);
+		idx[i] = slot->index;
+	}
+	carved += CACHE_BATCH;
+	push_batch(idx, CACHE_BATCH); /* releases the stores above */
+}
+
+/* Put a batch of free slots on the list (from the newest chunk, or a new
+ * one), unless another thread refilled the list first. */
 static int grow(void)
 {
 	int status = RSHARE_OK;
@@ -227,9 +253,13 @@ static int grow(void)
 	pthread_once(&once, init_once);
 	pthread_mutex_lock(&grow_lock);
 	if ((uint32_t)atomic_load(&free_head) == 0) {
-		uint32_t c = atomic_load(&nchunks), idx[CACHE_BATCH];
+		uint32_t c = atomic_load(&nchunks);
 		struct rs_slot *chunk;
 
+		if (c > 0 && carved < CHUNK_SLOTS) {
+			carve_batch();
+			goto out;
+		}
 		if (c == MAX_CHUNKS) {
 			status = rs_fail(RSHARE_E_NOMEM, 0,
 					 "too many live handles (%u)",
@@ -242,18 +272,10 @@ static int grow(void)
 					 "cannot allocate handle slots");
 			goto out;
 		}
-		for (uint32_t i = 0; i < CHUNK_SLOTS; i++) {
-			atomic_init(&chunk[i].state, 1ull << 32);
-			chunk[i].index = (c << CHUNK_SHIFT) | i;
-		}
 		atomic_store_explicit(&chunks[c], chunk, memory_order_release);
 		atomic_store(&nchunks, c + 1);
-		/* Push in reverse so low indices come out first. */
-		for (uint32_t b = CHUNK_SLOTS; b > 0; b -= CACHE_BATCH) {
-			for (uint32_t i = 0; i < CACHE_BATCH; i++)
-				idx[i] = (c << CHUNK_SHIFT) | (b - CACHE_BATCH + i);
-			push_batch(idx, CACHE_BATCH);
-		}
+		carved = 0;
+		carve_batch();
 	}
 out:
 	pthread_mutex_unlock(&grow_lock);
