@@ -155,7 +155,7 @@ int rsb_connect(const char *endpoint, int wait_ms, int *fd)
 {
 	char path[RSB_PATH_MAX];
 	struct sockaddr_un sa;
-	int s, status = rsb_resolve(endpoint, path);
+	int s, fl, status = rsb_resolve(endpoint, path);
 
 	if (status)
 		return status;
@@ -180,7 +180,8 @@ int rsb_connect(const char *endpoint, int wait_ms, int *fd)
 			       "no broker reachable at %s", path);
 	}
 	/* Blocking from here on, as every caller expects. */
-	if (fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK) != 0) {
+	fl = fcntl(s, F_GETFL);
+	if (fl < 0 || fcntl(s, F_SETFL, fl & ~O_NONBLOCK) != 0) {
 		int err = errno;
 		close(s);
 		return rs_fail(RSHARE_E_IO, err, "cannot make the broker socket blocking");
