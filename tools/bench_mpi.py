@@ -17,10 +17,14 @@ The allocating rank writes every byte (the pages come into being; a
 registration on real hardware pins them), then every rank reads a byte of
 each page of its view. Rows: registrations made on the node; bytes
 registered (what hardware pins: ibv_reg_mr pins each registration's pages);
-resident memory, the sum over the node's ranks of the growth of their
-proportional set size from node_share's return on (Pss, which splits a
-page shared by k processes k ways, so shared pages count once for the
-node); setup time, from a barrier
+resident memory, the sum over the node's ranks of the growth, from
+node_share's return on, of the proportional set size of their buffer
+mappings (rshare's memfds; Pss splits a page shared by k processes k ways,
+so shared pages count once for the node). The rest of a process is left
+out: a shared library's Pss moves whenever any other process on the
+machine starts or exits, and a sanitizer's shadow and quarantine grow with
+every allocation, each by more than the check's 10% at 32 MiB; setup
+time, from a barrier
 before node_share until every rank holds a usable, registered view.
 --check exits 1 unless the shared mode made 1 registration and the node
 holds about 1x the buffer against about N x per rank.
@@ -41,12 +45,24 @@ PAGE = mmap.PAGESIZE
 CHUNK = b"\x01" * (1 << 20)
 
 
+BUFFER_MAPPING = "/memfd:rshare-buf"  # how smaps names a shared buffer's pages
+
+
 def pss_kib() -> int:
-    with open("/proc/self/smaps_rollup") as f:
+    """Pss of this process's buffer mappings (module docstring)."""
+    total, counted, seen = 0, False, False
+    with open("/proc/self/smaps") as f:
         for line in f:
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    raise RuntimeError("no Pss in /proc/self/smaps_rollup")
+            head = line.split(None, 5)
+            if len(head) >= 5 and "-" in head[0] and ":" in head[3]:  # a mapping's header
+                counted = len(head) > 5 and head[5].startswith(BUFFER_MAPPING)
+            elif line.startswith("Pss:"):
+                seen = True
+                if counted:
+                    total += int(line.split()[1])
+    if not seen:
+        raise RuntimeError("no Pss in /proc/self/smaps")
+    return total
 
 
 def fill(buf: rshare.Buffer) -> None:
@@ -131,7 +147,7 @@ def main() -> int:
         s, p = rows["shared"], rows["per rank"]
         print(f"{'registrations':30}{s['registrations']:>22}{p['registrations']:>22}")
         for key, label in (("registered", "bytes registered (pinned)"),
-                           ("resident", "resident, sum of Pss")):
+                           ("resident", "buffer resident, sum of Pss")):
             cells = [f"{r[key] / (1 << 20):.0f} MiB ({r[key] / nbytes:.2f}x)" for r in (s, p)]
             print(f"{label:30}{cells[0]:>22}{cells[1]:>22}")
         print(f"{'setup time (ms)':30}{s['seconds'] * 1e3:>22.1f}{p['seconds'] * 1e3:>22.1f}")
