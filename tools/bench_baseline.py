@@ -100,6 +100,13 @@ def build_rev(rev, work, build_type):
     return build
 
 
+def standin_env(build):
+    """The environment that makes librshare load build's stand-in rdma-core."""
+    standin = build / "tests" / "hw" / "standin"
+    return dict(os.environ, RSHARE_LIBIBVERBS=str(standin / "libibverbs.so.1"),
+                RSHARE_LIBMLX5=str(standin / "libmlx5.so.1"))
+
+
 def measure(build, quick):
     """One round of one side: {row: ns}."""
     out = {}
@@ -108,10 +115,8 @@ def measure(build, quick):
     for row in rows:
         if row["name"] in SIM_ROWS:
             out["sim0 " + row["name"]] = row["median"]
-    standin = build / "tests" / "hw" / "standin"
-    env = dict(os.environ, RSHARE_LIBIBVERBS=str(standin / "libibverbs.so.1"),
-               RSHARE_LIBMLX5=str(standin / "libmlx5.so.1"))
-    text = run([str(build / "bin" / "hw_bench"), "200" if quick else "20000"], env=env)
+    text = run([str(build / "bin" / "hw_bench"), "200" if quick else "20000"],
+               env=standin_env(build))
     for name, pattern in HW_ROWS.items():
         m = re.search(pattern, text, re.M)
         if not m:
@@ -146,12 +151,9 @@ def instructions(build, work, argv, funcs):
     """Instructions executed inside funcs (and all they call) per call of
     funcs[0], counted by callgrind."""
     out = work / "callgrind.out"
-    standin = build / "tests" / "hw" / "standin"
-    env = dict(os.environ, RSHARE_LIBIBVERBS=str(standin / "libibverbs.so.1"),
-               RSHARE_LIBMLX5=str(standin / "libmlx5.so.1"))
     run(["valgrind", "--tool=callgrind", "--callgrind-out-file=%s" % out]
         + ["--toggle-collect=%s" % f for f in funcs]
-        + [str(build / "bin" / argv[0])] + argv[1:], env=env)
+        + [str(build / "bin" / argv[0])] + argv[1:], env=standin_env(build))
     text = out.read_text()
     out.unlink()
     total = re.search(r"^summary: (\d+)$", text, re.M)

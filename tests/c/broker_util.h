@@ -77,18 +77,28 @@ static inline void honest_share(const char *path, const char *name)
 	pub_free(&p);
 }
 
-/* A connection to the socket at path, or -1 (a stress client goes on). */
-static inline int try_connect(const char *path)
+/* A connection to the socket at path, or -1 with errno (a stress client
+ * goes on); flags: SOCK_NONBLOCK for a connect that fails with EAGAIN
+ * rather than wait while the listener's queue is full. */
+static inline int try_connect_flags(const char *path, int flags)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", path);
 	if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int err = errno;
+
 		close(s);
+		errno = err;
 		return -1;
 	}
 	return s;
+}
+
+static inline int try_connect(const char *path)
+{
+	return try_connect_flags(path, 0);
 }
 
 static inline int raw_connect(const char *path)
@@ -99,16 +109,23 @@ static inline int raw_connect(const char *path)
 	return s;
 }
 
-/* A listening socket at at (a stale one there removed): a hostile broker. */
-static inline int raw_listen(const char *at)
+/* A listening socket at at (a stale one there removed) whose queue holds
+ * backlog + 1 connections not yet accepted: a hostile or stuck broker. */
+static inline int raw_listen_backlog(const char *at, int backlog)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	unlink(at);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", at);
-	REQUIRE(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 8) == 0);
+	REQUIRE(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		listen(l, backlog) == 0);
 	return l;
+}
+
+static inline int raw_listen(const char *at)
+{
+	return raw_listen_backlog(at, 8);
 }
 
 /* Send msg with up to 8 fds (SCM_RIGHTS) on s, as a hostile client would;

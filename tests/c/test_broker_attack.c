@@ -553,23 +553,17 @@ static void case_stuck(void)
 {
 	struct sigaction sa_alarm = { .sa_handler = on_alarm }; /* no SA_RESTART */
 	struct itimerval every = { { 0, 200000 }, { 0, 200000 } }, off = { { 0, 0 }, { 0, 0 } };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), queued[4], n = 0, before;
+	int l = raw_listen_backlog(path, 0), queued[4], n = 0, before;
 	rshare_attach *op = NULL;
 	struct timespec t0, t1;
 	char json[256];
 	size_t len;
 
-	REQUIRE(l >= 0 && strlen(path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	REQUIRE(bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 0) == 0);
 	/* Fill its queue (a backlog of 0 holds one connection). */
 	for (; n < 4; n++) {
-		queued[n] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		REQUIRE(queued[n] >= 0);
-		if (connect(queued[n], (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		queued[n] = try_connect_flags(path, SOCK_NONBLOCK);
+		if (queued[n] < 0) {
 			REQUIRE(errno == EAGAIN);
-			close(queued[n]);
 			break;
 		}
 	}

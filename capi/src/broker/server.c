@@ -114,7 +114,6 @@ struct rsb_server {
 	struct pollfd *pfds;
 };
 
-
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
 {
